@@ -1,0 +1,58 @@
+"""memoro: a memory layer for LLM chat agents.
+
+A personal memory block per user, put into the system prompt on every turn and
+rewritten whole by the model through one tool. Start with ``Memoro.open()``.
+"""
+
+from memoro.block import LIMIT, char_count, normalize
+from memoro.errors import (
+    BlockChanged,
+    ConfigError,
+    InvalidInput,
+    InvalidUser,
+    MemoroError,
+    MigrationError,
+    StoreError,
+    UnknownTool,
+)
+from memoro.models import (
+    AuditEntry,
+    DeleteResult,
+    Operation,
+    Outcome,
+    StoredBlock,
+    Writer,
+    WriteResult,
+)
+from memoro.prompt import BASE_PROMPT, SystemPrompt
+from memoro.service import Memoro
+from memoro.tools import TOOLS, Tool, ToolResult, anthropic_tools, openai_tools
+
+__all__ = [
+    "BASE_PROMPT",
+    "LIMIT",
+    "TOOLS",
+    "AuditEntry",
+    "BlockChanged",
+    "ConfigError",
+    "DeleteResult",
+    "InvalidInput",
+    "InvalidUser",
+    "Memoro",
+    "MemoroError",
+    "MigrationError",
+    "Operation",
+    "Outcome",
+    "StoreError",
+    "StoredBlock",
+    "SystemPrompt",
+    "Tool",
+    "ToolResult",
+    "UnknownTool",
+    "WriteResult",
+    "Writer",
+    "anthropic_tools",
+    "char_count",
+    "normalize",
+    "openai_tools",
+]

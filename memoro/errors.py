@@ -1,0 +1,74 @@
+"""memoro's exceptions: one small tree, mapped once to HTTP statuses and once
+to CLI messages.
+
+    MemoroError
+    ├── InvalidInput        the caller sent something memoro cannot accept
+    │   ├── InvalidUser     a user id that is empty, too long or has controls
+    │   └── UnknownTool     a tool name memoro does not define
+    ├── BlockChanged        a precondition (If-Match) no longer holds (M8)
+    ├── ConfigError         a setting has a value memoro cannot use
+    └── StoreError          the database could not do what was asked
+        └── MigrationError  the schema is newer than this memoro, or broken
+
+A write the rules reject (over the limit, empty) is not an exception: it is a
+result the model reads and acts on (M4, M5).
+"""
+
+from __future__ import annotations
+
+
+class MemoroError(Exception):
+    """Base class of every error memoro raises on purpose."""
+
+    code = "memoro_error"
+
+
+class InvalidInput(MemoroError):
+    """The caller sent something memoro cannot accept; the message says what."""
+
+    code = "invalid_input"
+
+
+class InvalidUser(InvalidInput):
+    """A user id that is empty, longer than 255 characters or has control
+    characters."""
+
+    code = "invalid_user"
+
+
+class UnknownTool(InvalidInput):
+    """A tool call named a tool memoro does not define."""
+
+    code = "unknown_tool"
+
+
+class BlockChanged(MemoroError):
+    """The block is no longer what the caller started from (M8, S3).
+
+    ``current`` is the block as it is now (``None`` when there is none), so the
+    caller can show it or retry on top of it.
+    """
+
+    code = "block_changed"
+
+    def __init__(self, message: str, current: str | None) -> None:
+        super().__init__(message)
+        self.current = current
+
+
+class ConfigError(MemoroError):
+    """A setting has a value memoro cannot use."""
+
+    code = "config_error"
+
+
+class StoreError(MemoroError):
+    """The database could not do what was asked."""
+
+    code = "store_error"
+
+
+class MigrationError(StoreError):
+    """The database schema is newer than this memoro, or a migration failed."""
+
+    code = "migration_error"

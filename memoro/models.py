@@ -1,0 +1,175 @@
+"""The typed records memoro passes between the store, the service and the
+front ends: who wrote, what is stored, what the audit keeps, and what a write
+or delete did. Rendering of results as text for the model lives in tools.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from memoro.block import LIMIT, LineDiff, audit_line, char_count, etag
+
+
+class Writer(StrEnum):
+    """Who wrote to the block; every write must say (M9)."""
+
+    MODEL = "model"
+    USER = "user"
+
+
+class Operation(StrEnum):
+    """What an audit entry records."""
+
+    WRITE = "write"
+    DELETE = "delete"
+
+
+class Outcome(StrEnum):
+    """What became of a write (M4, M5, M7)."""
+
+    SAVED = "saved"
+    UNCHANGED = "unchanged"
+    TOO_LONG = "too_long"
+    EMPTY = "empty"
+
+
+@dataclass(frozen=True)
+class StoredBlock:
+    """A user's block as the store holds it (already normalized)."""
+
+    user_id: str
+    text: str
+    updated_at: datetime
+    updated_by: Writer
+
+    @property
+    def count(self) -> int:
+        return char_count(self.text)
+
+    @property
+    def etag(self) -> str:
+        return etag(self.text)
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    """What the store must record with a write or delete (M9).
+
+    Lines are already cut to ``AUDIT_LINE_CHARS``; a delete carries no
+    lines, only how many were removed.
+    """
+
+    writer: Writer
+    operation: Operation
+    removed_lines: tuple[str, ...]
+    added_lines: tuple[str, ...]
+    removed_count: int
+    added_count: int
+
+    @classmethod
+    def for_write(cls, writer: Writer, diff: LineDiff) -> AuditRecord:
+        return cls(
+            writer=writer,
+            operation=Operation.WRITE,
+            removed_lines=tuple(map(audit_line, diff.removed)),
+            added_lines=tuple(map(audit_line, diff.added)),
+            removed_count=len(diff.removed),
+            added_count=len(diff.added),
+        )
+
+    @classmethod
+    def for_delete(cls, writer: Writer, removed_count: int) -> AuditRecord:
+        return cls(writer, Operation.DELETE, (), (), removed_count, 0)
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One recorded write or delete, as listed back."""
+
+    id: int
+    user_id: str
+    at: datetime
+    writer: Writer
+    operation: Operation
+    removed_lines: tuple[str, ...]
+    added_lines: tuple[str, ...]
+    removed_count: int
+    added_count: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "at": self.at.isoformat(),
+            "writer": self.writer.value,
+            "operation": self.operation.value,
+            "removed_lines": list(self.removed_lines),
+            "added_lines": list(self.added_lines),
+            "removed_count": self.removed_count,
+            "added_count": self.added_count,
+        }
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What a write did (M4, M5, M7).
+
+    ``block`` is the block stored after the call (unchanged when the write was
+    rejected), ``attempted_count`` the count of the text that was sent.
+    """
+
+    outcome: Outcome
+    block: str | None
+    attempted_count: int
+    removed: tuple[str, ...] = ()
+    added: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = field(default=())
+    limit: int = LIMIT
+
+    @property
+    def saved(self) -> bool:
+        return self.outcome is Outcome.SAVED
+
+    @property
+    def rejected(self) -> bool:
+        return self.outcome in (Outcome.TOO_LONG, Outcome.EMPTY)
+
+    @property
+    def count(self) -> int:
+        """The count of the block now stored."""
+        return char_count(self.block or "")
+
+    @property
+    def over_by(self) -> int:
+        return max(0, self.attempted_count - self.limit)
+
+    @property
+    def etag(self) -> str:
+        return etag(self.block)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "outcome": self.outcome.value,
+            "saved": self.saved,
+            "block": self.block or "",
+            "count": self.count,
+            "attempted_count": self.attempted_count,
+            "limit": self.limit,
+            "over_by": self.over_by,
+            "removed": list(self.removed),
+            "added": list(self.added),
+            "warnings": list(self.warnings),
+            "etag": self.etag,
+        }
+
+
+@dataclass(frozen=True)
+class DeleteResult:
+    """What deleting everything did (M6)."""
+
+    deleted: bool
+    removed_count: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"deleted": self.deleted, "removed_count": self.removed_count}

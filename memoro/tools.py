@@ -1,0 +1,229 @@
+"""The tools the model can call (T1–T5), each defined once here. The OpenAI
+and Anthropic shapes (and, later, MCP's) are derived from these definitions;
+``execute`` runs a call for the authenticated user it is handed (T4) and
+returns the text the model reads, which every front end shows unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from memoro import block
+from memoro.errors import UnknownTool
+from memoro.models import DeleteResult, Outcome, Writer, WriteResult
+from memoro.prompt import memory_section
+
+if TYPE_CHECKING:
+    from memoro.service import Memoro
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool call returns to the model."""
+
+    text: str
+    is_error: bool = False
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class _BadArguments(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool: its name, the description the model reads, the JSON Schema of
+    its arguments, and how to run it for a user."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    run: Callable[[Memoro, str, dict[str, Any]], str]
+
+    def openai(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    def anthropic(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "input_schema": self.parameters}
+
+
+def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+# -- rendering results as the text the model reads ---------------------------
+
+
+def _line_list(prefix: str, found: tuple[str, ...]) -> list[str]:
+    return [f"{prefix} {line}" if line.strip() else f"{prefix} (blank line)" for line in found]
+
+
+def render_write(result: WriteResult) -> str:
+    """The text a write returns, to the model and to every other caller."""
+    section = memory_section(result.block)
+    if result.outcome is Outcome.UNCHANGED:
+        return (
+            "No change: the block you sent is identical to the stored block; nothing was"
+            f" written.\n\n{section}"
+        )
+    if result.rejected:
+        return "\n".join(result.warnings) + f"\n\nThe stored block:\n{section}"
+    parts = [
+        f"Saved. {_plural(len(result.removed), 'line')} removed,"
+        f" {_plural(len(result.added), 'line')} added."
+    ]
+    if result.removed:
+        parts.append(
+            "Removed lines — check that each removal was intended; if one was not, write"
+            " the block again with that line restored:"
+        )
+        parts += _line_list("-", result.removed)
+    else:
+        parts.append("Removed lines: none.")
+    if result.added:
+        parts.append("Added lines:")
+        parts += _line_list("+", result.added)
+    parts.append(f"\nThe block as your system prompt now shows it:\n{section}")
+    return "\n".join(parts)
+
+
+def render_delete(result: DeleteResult) -> str:
+    if not result.deleted:
+        return "There was no personal memory to delete; nothing changed."
+    return (
+        f"Deleted the whole personal memory block ({_plural(result.removed_count, 'line')})."
+        " Nothing is remembered about the user now. This cannot be undone."
+    )
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+# -- the tools ---------------------------------------------------------------
+
+
+def _memory_write(memoro: Memoro, user_id: str, args: dict[str, Any]) -> str:
+    text = args["block"]
+    if not isinstance(text, str):
+        raise _BadArguments("'block' must be a string: the whole new block")
+    return render_write(memoro.write_block(user_id, text, writer=Writer.MODEL))
+
+
+def _memory_delete_all(memoro: Memoro, user_id: str, args: dict[str, Any]) -> str:
+    return render_delete(memoro.delete_block(user_id, writer=Writer.MODEL))
+
+
+MEMORY_WRITE = Tool(
+    name="memory_write",
+    description=f"""\
+Replace the user's personal memory block with the whole block you send. The block is shown \
+at the end of your system prompt on every turn of every conversation with this user; \
+nothing else you say survives the end of this conversation.
+
+Call it in the same turn in which the user gives or corrects the name they want to be called, \
+or another lasting fact — "I'll remember" without this call stores nothing.
+
+Rules:
+- Send the entire block you want to end up with, not only the new line: keep every line \
+that still holds. If a line already covers the fact, edit that line instead of adding another.
+- Do not write anything tied to one date, one ticket or one question ("focusing on project A \
+this week").
+- Write an account or ID in an outside system only when it is confirmed, by that service's \
+current-user tool or by a lookup keyed on the user's whole login address; never a guessed ID \
+or one spelled almost the same.
+- The limit is {block.LIMIT:,} characters. A longer block is rejected, not cut, and nothing \
+changes: merge or shorten lines and write again.
+- An empty block is not saved; to forget everything, use memory_delete_all.
+
+The result lists the lines this write removed and added. Read the removed lines and make sure \
+each removal was intended.""",
+    parameters=_schema(
+        {
+            "block": {
+                "type": "string",
+                "description": "The entire new personal memory block, as it should be stored.",
+            }
+        },
+        ["block"],
+    ),
+    run=_memory_write,
+)
+
+MEMORY_DELETE_ALL = Tool(
+    name="memory_delete_all",
+    description="""\
+Delete the user's whole personal memory block. Use it only when the user asks you to forget \
+everything about them. It cannot be undone. To remove or change some lines, use memory_write \
+with the lines that should stay.""",
+    parameters=_schema({}, []),
+    run=_memory_delete_all,
+)
+
+TOOLS: dict[str, Tool] = {tool.name: tool for tool in (MEMORY_WRITE, MEMORY_DELETE_ALL)}
+
+
+def openai_tools() -> list[dict[str, Any]]:
+    """memoro's tools in the OpenAI function-calling format."""
+    return [tool.openai() for tool in TOOLS.values()]
+
+
+def anthropic_tools() -> list[dict[str, Any]]:
+    """memoro's tools in the Anthropic tool-use format."""
+    return [tool.anthropic() for tool in TOOLS.values()]
+
+
+def _arguments(tool: Tool, arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    if arguments is None or arguments == "":
+        arguments = {}
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments, strict=False)
+        except json.JSONDecodeError as exc:
+            raise _BadArguments(f"the arguments are not valid JSON ({exc.msg})") from None
+    if not isinstance(arguments, Mapping):
+        raise _BadArguments("the arguments must be a JSON object")
+    known = tool.parameters["properties"]
+    unknown = sorted(set(arguments) - set(known))
+    if unknown:
+        raise _BadArguments(
+            f"unknown argument(s) {', '.join(unknown)}; {tool.name} takes only"
+            f" {', '.join(known) or 'no arguments'}. The user is always the one in this"
+            " conversation and cannot be chosen"
+        )
+    missing = [name for name in tool.parameters["required"] if name not in arguments]
+    if missing:
+        raise _BadArguments(f"missing argument(s): {', '.join(missing)}")
+    return dict(arguments)
+
+
+def execute(
+    memoro: Memoro, user_id: str, name: str, arguments: Mapping[str, Any] | str | None
+) -> ToolResult:
+    """Run the tool ``name`` for ``user_id``. Bad arguments come back as an
+    error result the model can read and correct."""
+    tool = TOOLS.get(name)
+    if tool is None:
+        raise UnknownTool(f"memoro has no tool named {name!r}; its tools are {', '.join(TOOLS)}")
+    try:
+        args = _arguments(tool, arguments)
+        return ToolResult(tool.run(memoro, user_id, args))
+    except _BadArguments as exc:
+        return ToolResult(f"Error: {exc}. Nothing was changed.", is_error=True)
