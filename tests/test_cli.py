@@ -1,0 +1,214 @@
+"""The memoro CLI, through click's runner and, once, as the installed script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from memoro import block
+from memoro.cli import cli
+from memoro.service import Memoro
+from memoro.settings import SETTINGS
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+def run(home: Path, *args: str, input: str | bytes | None = None, **env: str) -> Result:
+    runner = CliRunner()
+    return runner.invoke(cli, list(args), input=input, env={"MEMORO_HOME": str(home), **env})
+
+
+def test_set_then_show_prints_exactly_the_raw_block(home: Path) -> None:
+    saved = run(home, "memory", "set", "--user", "ann", input="Name: Ann\r\nTeam: blue\n")
+    assert saved.exit_code == 0, saved.output
+    assert "+ Name: Ann" in saved.stdout and "20/4,000" in saved.stdout
+    shown = run(home, "memory", "show", "--user", "ann")
+    assert (shown.exit_code, shown.stdout) == (0, "Name: Ann\nTeam: blue")
+
+
+def test_show_prints_nothing_for_a_user_without_a_block(home: Path) -> None:
+    shown = run(home, "memory", "show", "--user", "nobody")
+    assert (shown.exit_code, shown.stdout) == (0, "")
+
+
+def test_set_reports_removed_lines_and_identical_writes(home: Path) -> None:
+    run(home, "memory", "set", "-u", "ann", input="a\nb")
+    changed = run(home, "memory", "set", "-u", "ann", input="a\nc")
+    assert "- b" in changed.stdout and "+ c" in changed.stdout
+    same = run(home, "memory", "set", "-u", "ann", input="a\nc\n")
+    assert same.exit_code == 0 and same.stdout.startswith("No change")
+
+
+def test_set_over_the_limit_exits_1_with_the_reason_on_stderr(home: Path) -> None:
+    result = run(home, "memory", "set", "-u", "ann", input="x" * 4001)
+    assert result.exit_code == 1
+    assert "4,001" in result.stderr and "Cut at least 1 character" in result.stderr
+    assert result.stdout == ""
+    assert run(home, "memory", "show", "-u", "ann").stdout == ""
+
+
+def test_set_empty_exits_1_and_keeps_the_block(home: Path) -> None:
+    run(home, "memory", "set", "-u", "ann", input="keep")
+    result = run(home, "memory", "set", "-u", "ann", input=" \n\u200b")
+    assert result.exit_code == 1 and "delete" in result.stderr
+    assert run(home, "memory", "show", "-u", "ann").stdout == "keep"
+
+
+def test_set_refuses_input_that_is_not_utf8(home: Path) -> None:
+    result = run(home, "memory", "set", "-u", "ann", input=b"caf\xe9")
+    assert result.exit_code == 1 and "not UTF-8" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_set_with_a_stale_if_match_is_refused(home: Path) -> None:
+    run(home, "memory", "set", "-u", "ann", input="v1")
+    stale = block.etag("v0")
+    result = run(home, "memory", "set", "-u", "ann", "--if-match", stale, input="v2")
+    assert result.exit_code == 1 and "changed elsewhere" in result.stderr
+    fresh = json.loads(run(home, "memory", "show", "-u", "ann", "--json").stdout)["etag"]
+    assert run(home, "memory", "set", "-u", "ann", "--if-match", fresh, input="v2").exit_code == 0
+
+
+def test_clear_asks_for_confirmation(home: Path) -> None:
+    run(home, "memory", "set", "-u", "ann", input="a\nb")
+    declined = run(home, "memory", "clear", "-u", "ann", input="n\n")
+    assert declined.exit_code == 1
+    assert run(home, "memory", "show", "-u", "ann").stdout == "a\nb"
+    accepted = run(home, "memory", "clear", "-u", "ann", input="y\n")
+    assert accepted.exit_code == 0 and "2 lines" in accepted.stdout
+    assert run(home, "memory", "show", "-u", "ann").stdout == ""
+
+
+def test_clear_yes_removes_the_row_without_asking(home: Path) -> None:
+    run(home, "memory", "set", "-u", "ann", input="a")
+    assert run(home, "memory", "clear", "-u", "ann", "--yes").exit_code == 0
+    with Memoro.open(home) as memoro:
+        assert memoro.read_block("ann") is None
+
+
+def test_audit_lists_writer_operation_and_lines(home: Path) -> None:
+    run(home, "memory", "set", "-u", "ann", input="a\nb")
+    run(home, "memory", "set", "-u", "ann", input="a\nc")
+    text = run(home, "memory", "audit", "-u", "ann").stdout
+    assert "user   write   -1 +1" in text and "    - b" in text and "    + c" in text
+    entries = json.loads(run(home, "memory", "audit", "-u", "ann", "--json").stdout)
+    assert [e["added_lines"] for e in entries] == [["c"], ["a", "b"]]
+    assert {e["writer"] for e in entries} == {"user"}
+
+
+def test_prompt_prints_the_system_prompt_exactly(home: Path) -> None:
+    run(home, "memory", "set", "-u", "ann", input="Name: Ann")
+    printed = run(home, "prompt", "-u", "ann").stdout
+    with Memoro.open(home) as memoro:
+        assert printed == memoro.system_prompt("ann").text
+    anthropic = json.loads(run(home, "prompt", "-u", "ann", "--format", "anthropic").stdout)
+    assert anthropic[0]["cache_control"] == {"type": "ephemeral"}
+
+
+def test_tools_prints_the_definitions(home: Path) -> None:
+    names = [t["name"] for t in json.loads(run(home, "tools", "--format", "anthropic").stdout)]
+    assert names == ["memory_write", "memory_delete_all"]
+
+
+def test_a_bad_user_id_is_a_one_line_error(home: Path) -> None:
+    result = run(home, "memory", "show", "-u", "")
+    assert result.exit_code == 1 and "user id" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_every_setting_has_a_variable_shown_in_help(home: Path) -> None:
+    text = run(home, "--help").stdout
+    for setting in SETTINGS:
+        assert setting.env in text and f"--{setting.name}" in text
+
+
+# -- memory edit, with a scripted $EDITOR ------------------------------------
+
+
+EDITOR = """
+import sys, pathlib, os
+path = pathlib.Path(sys.argv[1])
+count_file = pathlib.Path(os.environ["EDIT_COUNT"])
+n = int(count_file.read_text()) + 1 if count_file.exists() else 1
+count_file.write_text(str(n))
+path.write_text(path.read_text() + os.environ["EDIT_APPEND"])
+if n == 1 and os.environ.get("EDIT_RACE"):
+    from memoro.service import Memoro
+    with Memoro.open(os.environ["MEMORO_HOME"]) as m:
+        m.write_block("ann", os.environ["EDIT_RACE"], writer="model")
+"""
+
+
+def edit(home: Path, tmp_path: Path, append: str, race: str = "", input: str = "") -> Result:
+    script = tmp_path / "editor.py"
+    script.write_text(textwrap.dedent(EDITOR))
+    return run(
+        home,
+        "memory",
+        "edit",
+        "-u",
+        "ann",
+        input=input,
+        EDITOR=f"{sys.executable} {script}",
+        EDIT_COUNT=str(tmp_path / "count"),
+        EDIT_APPEND=append,
+        EDIT_RACE=race,
+    )
+
+
+def test_edit_saves_what_the_editor_wrote(home: Path, tmp_path: Path) -> None:
+    run(home, "memory", "set", "-u", "ann", input="Name: Ann")
+    result = edit(home, tmp_path, "\nTeam: blue")
+    assert result.exit_code == 0, result.output
+    assert "+ Team: blue" in result.stdout
+    assert run(home, "memory", "show", "-u", "ann").stdout == "Name: Ann\nTeam: blue"
+
+
+def test_edit_refuses_to_overwrite_a_change_made_while_the_editor_was_open(
+    home: Path, tmp_path: Path
+) -> None:
+    run(home, "memory", "set", "-u", "ann", input="Name: Ann")
+    result = edit(home, tmp_path, "\nTeam: blue", race="Name: Annie", input="n\n")
+    assert result.exit_code == 1
+    assert "Memory was changed elsewhere." in result.stderr
+    assert "+ Name: Annie" in result.stderr
+    assert run(home, "memory", "show", "-u", "ann").stdout == "Name: Annie"
+    kept = Path(result.stderr.rsplit("kept in ", 1)[1].strip())
+    assert kept.read_text() == "Name: Ann\nTeam: blue"
+    kept.unlink()
+
+
+def test_edit_retry_after_a_conflict_overwrites_with_the_edited_text(
+    home: Path, tmp_path: Path
+) -> None:
+    run(home, "memory", "set", "-u", "ann", input="Name: Ann")
+    result = edit(home, tmp_path, "\nTeam: blue", race="Name: Annie", input="y\n")
+    assert result.exit_code == 0, result.output
+    shown = run(home, "memory", "show", "-u", "ann").stdout
+    assert shown == "Name: Ann\nTeam: blue\nTeam: blue"  # the editor appended once more
+
+
+def test_edit_without_an_editor_is_a_clear_error(home: Path) -> None:
+    result = run(home, "memory", "edit", "-u", "ann", EDITOR="", VISUAL="")
+    assert result.exit_code == 1 and "EDITOR" in result.stderr
+
+
+def test_the_installed_console_script_runs(tmp_path: Path) -> None:
+    memoro = Path(sys.executable).parent / "memoro"
+    env = {**os.environ, "MEMORO_HOME": str(tmp_path)}
+    done = subprocess.run(
+        [memoro, "memory", "set", "-u", "ann"], input=b"hello", env=env, capture_output=True
+    )
+    assert done.returncode == 0, done.stderr
+    shown = subprocess.run([memoro, "memory", "show", "-u", "ann"], env=env, capture_output=True)
+    assert shown.stdout == b"hello"

@@ -1,0 +1,140 @@
+"""SQLite-only behaviour: what the file's bytes keep (M9), crash safety,
+migrations and WAL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from memoro.errors import MigrationError
+from memoro.models import Writer
+from memoro.service import Memoro
+from memoro.settings import Settings
+from memoro.store.sqlite import SqliteStore
+
+
+def _all_bytes(home: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(home.iterdir()) if p.is_file())
+
+
+def test_after_clear_no_text_of_the_block_is_left_in_the_database_file(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "memoro.db")
+    memoro = Memoro(store, Settings(home=tmp_path))
+    secrets = [f"SECRET-{i}-tracker-account-zq{i}x" for i in range(6)]
+    memoro.write_block("ann", "\n".join(secrets[:3]), writer=Writer.MODEL)
+    memoro.write_block("ann", "\n".join(secrets[2:]), writer=Writer.USER)
+    memoro.write_block("bob", "bob's own line", writer=Writer.USER)
+    store.checkpoint()
+    assert all(s.encode() in _all_bytes(tmp_path) for s in secrets)
+
+    memoro.delete_block("ann", writer=Writer.USER)
+    store.checkpoint()
+    store.close()
+
+    data = _all_bytes(tmp_path)
+    assert b"SECRET-" not in data
+    assert b"tracker-account" not in data
+    assert b"bob's own line" in data  # another user's block is untouched
+
+
+def test_a_dropped_line_survives_only_in_audit_entries_and_cut_to_200(tmp_path: Path) -> None:
+    """After a rewrite drops a line, its full text is gone from the file; the
+    audit entries that added and removed it keep its first 200 characters."""
+    store = SqliteStore(tmp_path / "memoro.db")
+    memoro = Memoro(store, Settings(home=tmp_path))
+    long_line = "LONGLINE-" + "".join(f"{i:04d}" for i in range(120))  # 489 characters
+    memoro.write_block("ann", f"keep me\n{long_line}", writer=Writer.MODEL)
+    memoro.write_block("ann", "keep me\nnew line", writer=Writer.MODEL)
+    store.checkpoint()
+    store.close()
+
+    data = _all_bytes(tmp_path)
+    assert long_line.encode() not in data
+    kept = long_line[:199].encode()
+    raw = sqlite3.connect(tmp_path / "memoro.db")
+    in_audit = raw.execute(
+        "SELECT count(*) FROM memory_audit WHERE removed_lines LIKE ? OR added_lines LIKE ?",
+        (f"%{long_line[:199]}%",) * 2,
+    ).fetchone()[0]
+    in_blocks = raw.execute(
+        "SELECT count(*) FROM memory_blocks WHERE text LIKE ?", (f"%{long_line[:50]}%",)
+    ).fetchone()[0]
+    raw.close()
+    assert (in_audit, in_blocks) == (2, 0)
+    assert data.count(kept) == 2
+
+
+WRITER_LOOP = """
+import sys
+from memoro.service import Memoro
+memoro = Memoro.open(sys.argv[1])
+i = 0
+while True:
+    i += 1
+    memoro.write_block("ann", f"counter: {i}\\nsteady line\\n" + "pad " * (i % 50), writer="model")
+    if i == 1:
+        print("started", flush=True)
+"""
+
+
+@pytest.mark.parametrize("writes_before_kill", [5, 60, 200])
+def test_sigkill_mid_write_leaves_one_written_version_and_a_matching_audit(
+    tmp_path: Path, writes_before_kill: int
+) -> None:
+    with subprocess.Popen(
+        [sys.executable, "-c", WRITER_LOOP, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    ) as proc:
+        assert proc.stdout is not None and proc.stdout.readline() == "started\n"
+        probe = sqlite3.connect(tmp_path / "memoro.db", timeout=30)
+        deadline = time.monotonic() + 60
+        while probe.execute("SELECT count(*) FROM memory_audit").fetchone()[0] < writes_before_kill:
+            assert time.monotonic() < deadline, "the writer made no progress"
+            time.sleep(0.002)
+        probe.close()
+        os.kill(proc.pid, signal.SIGKILL)
+
+    with Memoro.open(tmp_path) as memoro:
+        stored = memoro.read_block("ann")
+        assert stored is not None
+        counter = int(stored.text.split("\n")[0].removeprefix("counter: "))
+        expected = f"counter: {counter}\nsteady line\n" + "pad " * (counter % 50)
+        assert stored.text == expected.strip()
+        audit = memoro.audit("ann", limit=100_000)
+        assert len(audit) == counter  # one entry per committed write, no more
+        assert f"counter: {counter}" in audit[0].added_lines
+    raw = sqlite3.connect(tmp_path / "memoro.db")
+    assert raw.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    raw.close()
+
+
+def test_the_database_runs_in_wal_mode_with_secure_delete(tmp_path: Path) -> None:
+    SqliteStore(tmp_path / "memoro.db").close()
+    raw = sqlite3.connect(tmp_path / "memoro.db")
+    assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    raw.close()
+
+
+def test_migrations_are_applied_once_and_recorded(tmp_path: Path) -> None:
+    SqliteStore(tmp_path / "memoro.db").close()
+    SqliteStore(tmp_path / "memoro.db").close()
+    raw = sqlite3.connect(tmp_path / "memoro.db")
+    rows = raw.execute("SELECT version, name FROM schema_migrations").fetchall()
+    raw.close()
+    assert rows == [(1, "block")]
+
+
+def test_a_database_from_a_newer_memoro_is_refused(tmp_path: Path) -> None:
+    SqliteStore(tmp_path / "memoro.db").close()
+    raw = sqlite3.connect(tmp_path / "memoro.db")
+    raw.execute("INSERT INTO schema_migrations VALUES (99, 'future', 'now')")
+    raw.commit()
+    raw.close()
+    with pytest.raises(MigrationError, match="newer than this memoro"):
+        SqliteStore(tmp_path / "memoro.db")

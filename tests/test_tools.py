@@ -1,0 +1,131 @@
+"""The tools (T1, T2, T4, T5): defined once, run for the authenticated user."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memoro import tools
+from memoro.errors import UnknownTool
+from memoro.models import Writer
+from memoro.service import Memoro
+
+
+def test_t1_memory_write_takes_only_the_whole_block() -> None:
+    schema = tools.MEMORY_WRITE.parameters
+    assert schema["required"] == ["block"] and list(schema["properties"]) == ["block"]
+    assert schema["additionalProperties"] is False
+
+
+def test_t1_the_description_carries_the_rules() -> None:
+    text = tools.MEMORY_WRITE.description
+    for rule in (
+        "4,000 characters",  # M4
+        "rejected, not cut",  # M4
+        "empty block is not saved",  # M5
+        "memory_delete_all",  # M5
+        "one date, one ticket or one question",  # M10
+        "current-user tool",  # M11
+        "whole login address",  # M11
+        "make sure each removal was intended",  # T1
+        "same turn",  # P5
+    ):
+        assert rule in text, rule
+
+
+def test_t1_the_result_shows_removed_and_added_lines_and_the_block(memoro: Memoro) -> None:
+    memoro.execute_tool("ann", "memory_write", {"block": "Name: Ann\nTeam: blue"})
+    result = memoro.execute_tool("ann", "memory_write", {"block": "Name: Annie\nTeam: blue"})
+    assert not result.is_error
+    assert "- Name: Ann\n" in result.text
+    assert "+ Name: Annie\n" in result.text
+    assert "check that each removal was intended" in result.text
+    assert result.text.endswith("Personal memory (22/4,000 characters)\nName: Annie\nTeam: blue")
+    assert memoro.audit("ann")[0].writer is Writer.MODEL
+
+
+def test_t1_an_over_limit_write_tells_the_model_how_much_to_cut(memoro: Memoro) -> None:
+    result = memoro.execute_tool("ann", "memory_write", {"block": "y" * 4100})
+    assert "4,100" in result.text and "Cut at least 100 characters" in result.text
+    assert memoro.read_block("ann") is None
+
+
+def test_t1_an_empty_write_points_to_the_delete_tool(memoro: Memoro) -> None:
+    memoro.execute_tool("ann", "memory_write", {"block": "Name: Ann"})
+    result = memoro.execute_tool("ann", "memory_write", {"block": "\n\n"})
+    assert "memory_delete_all" in result.text
+    assert memoro.read_block("ann").text == "Name: Ann"  # type: ignore[union-attr]
+
+
+def test_t1_an_identical_write_says_nothing_changed(memoro: Memoro) -> None:
+    memoro.execute_tool("ann", "memory_write", {"block": "Name: Ann"})
+    result = memoro.execute_tool("ann", "memory_write", {"block": "Name: Ann"})
+    assert result.text.startswith("No change")
+
+
+def test_t1_arguments_may_arrive_as_a_json_string(memoro: Memoro) -> None:
+    arguments = json.dumps({"block": "Name: Ann"})
+    assert memoro.execute_tool("ann", "memory_write", arguments).text.startswith("Saved.")
+    raw_newline = '{"block": "a\nb"}'  # models sometimes send raw control characters
+    assert memoro.execute_tool("ann", "memory_write", raw_newline).text.startswith("Saved.")
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    ["not json", "[1, 2]", {}, {"block": 7}, {"text": "x"}],
+)
+def test_t1_bad_arguments_come_back_as_an_error_the_model_can_read(
+    memoro: Memoro, arguments: object
+) -> None:
+    result = memoro.execute_tool("ann", "memory_write", arguments)  # type: ignore[arg-type]
+    assert result.is_error and result.text.startswith("Error:")
+    assert memoro.read_block("ann") is None
+
+
+def test_t2_delete_all_removes_the_row(memoro: Memoro) -> None:
+    memoro.execute_tool("ann", "memory_write", {"block": "a\nb"})
+    result = memoro.execute_tool("ann", "memory_delete_all", {})
+    assert "2 lines" in result.text and "cannot be undone" in result.text
+    assert memoro.read_block("ann") is None
+    assert memoro.execute_tool("ann", "memory_delete_all", None).text.startswith("There was no")
+
+
+@pytest.mark.parametrize("key", ["user", "user_id", "userId"])
+def test_t4_tool_arguments_that_name_another_user_change_nothing(memoro: Memoro, key: str) -> None:
+    memoro.write_block("bob", "Bob's block", writer="user")
+    write = memoro.execute_tool("ann", "memory_write", {"block": "hijack", key: "bob"})
+    delete = memoro.execute_tool("ann", "memory_delete_all", {key: "bob"})
+    assert write.is_error and delete.is_error
+    assert "cannot be chosen" in write.text
+    assert memoro.read_block("bob").text == "Bob's block"  # type: ignore[union-attr]
+    assert memoro.read_block("ann") is None
+
+
+def test_t4_a_call_acts_only_for_the_user_it_is_run_for(memoro: Memoro) -> None:
+    memoro.execute_tool("ann", "memory_write", {"block": "Ann's block"})
+    memoro.execute_tool("bob", "memory_delete_all", {})
+    assert memoro.read_block("ann").text == "Ann's block"  # type: ignore[union-attr]
+
+
+def test_an_unknown_tool_name_is_refused(memoro: Memoro) -> None:
+    with pytest.raises(UnknownTool, match="memory_write"):
+        memoro.execute_tool("ann", "memory_read_everyone", {})
+
+
+def test_t5_openai_and_anthropic_shapes_come_from_one_definition() -> None:
+    openai = {t["function"]["name"]: t["function"] for t in tools.openai_tools()}
+    anthropic = {t["name"]: t for t in tools.anthropic_tools()}
+    assert set(openai) == set(anthropic) == {"memory_write", "memory_delete_all"}
+    for name, tool in tools.TOOLS.items():
+        assert openai[name]["description"] == anthropic[name]["description"] == tool.description
+        assert openai[name]["parameters"] == anthropic[name]["input_schema"] == tool.parameters
+
+
+def test_t5_changing_a_definition_changes_every_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    changed = tools.Tool(
+        "memory_write", "changed once", tools.MEMORY_WRITE.parameters, tools.MEMORY_WRITE.run
+    )
+    monkeypatch.setitem(tools.TOOLS, "memory_write", changed)
+    assert tools.openai_tools()[0]["function"]["description"] == "changed once"
+    assert tools.anthropic_tools()[0]["description"] == "changed once"
