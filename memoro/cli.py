@@ -33,7 +33,7 @@ USER_HELP = "The user whose memory this acts on."
 def _settings_options(command: F) -> F:
     for setting in reversed(SETTINGS):
         command = click.option(
-            f"--{setting.name.replace('_', '-')}",
+            setting.option,
             setting.name,
             envvar=setting.env,
             show_envvar=True,
@@ -70,7 +70,7 @@ def cli(ctx: click.Context, /, **settings: str | None) -> None:
 
 def _open(ctx: click.Context) -> Memoro:
     settings: Settings = ctx.find_root().obj
-    memoro = Memoro(SqliteStore(settings.database_path), settings)
+    memoro = Memoro(SqliteStore(settings.database_path), settings, worker=False)
     ctx.call_on_close(memoro.close)
     return memoro
 

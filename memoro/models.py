@@ -173,3 +173,115 @@ class DeleteResult:
 
     def to_json(self) -> dict[str, object]:
         return {"deleted": self.deleted, "removed_count": self.removed_count}
+
+
+# -- past conversations ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecordedTurn:
+    """Where a finished turn was stored; ``created`` is False when an import
+    key had already been recorded."""
+
+    turn_id: int
+    conversation_id: str
+    seq: int
+    created: bool
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One finished turn: the user's question and the assistant's answer."""
+
+    id: int
+    user_id: str
+    conversation_id: str
+    seq: int
+    question: str
+    answer: str
+    at: datetime
+    indexed: bool
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "conversation": self.conversation_id,
+            "seq": self.seq,
+            "question": self.question,
+            "answer": self.answer,
+            "at": self.at.isoformat(),
+            "indexed": self.indexed,
+        }
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A conversation as listed: how many turns, first and last time."""
+
+    id: str
+    turns: int
+    first_at: datetime
+    last_at: datetime
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "turns": self.turns,
+            "first_at": self.first_at.isoformat(),
+            "last_at": self.last_at.isoformat(),
+        }
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One past turn found by conversation search, with its best chunk."""
+
+    turn_id: int
+    conversation_id: str
+    at: datetime
+    text: str
+    score: float
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "turn_id": self.turn_id,
+            "conversation": self.conversation_id,
+            "at": self.at.isoformat(),
+            "text": self.text,
+            "score": round(self.score, 6),
+        }
+
+
+class JobStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class Job:
+    """A unit of background work in the durable queue."""
+
+    id: int
+    kind: str
+    user_id: str
+    payload: dict[str, object]
+    status: JobStatus
+    attempts: int
+    run_after: datetime
+    locked_by: str | None
+    last_error: str | None
+    created_at: datetime
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "user": self.user_id,
+            "payload": self.payload,
+            "status": self.status.value,
+            "attempts": self.attempts,
+            "run_after": self.run_after.isoformat(),
+            "last_error": self.last_error,
+            "created_at": self.created_at.isoformat(),
+        }

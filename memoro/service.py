@@ -5,18 +5,29 @@ re-implements nothing; the store below it only stores.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import atexit
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from memoro import block
 from memoro.errors import BlockChanged, InvalidInput, InvalidUser
+from memoro.history import search as history_search
+from memoro.history.embed import Embedder, make_embedder
+from memoro.history.fusion import Mode
+from memoro.history.worker import Worker
 from memoro.models import (
     AuditEntry,
     AuditRecord,
+    Conversation,
     DeleteResult,
+    JobStatus,
     Outcome,
+    RecordedTurn,
+    SearchHit,
     StoredBlock,
+    Turn,
     Writer,
     WriteResult,
 )
@@ -26,6 +37,10 @@ from memoro.store.base import Store
 from memoro.tools import ToolResult, execute
 
 MAX_USER_ID = 255
+MAX_CONVERSATION_ID = 255
+MAX_TURN_CHARS = 1_000_000
+MAX_SEARCH_LIMIT = 50
+_DEFAULT: Any = object()
 
 
 def check_user(user_id: object) -> str:
@@ -39,6 +54,17 @@ def check_user(user_id: object) -> str:
     return user_id
 
 
+def check_conversation(conversation_id: object) -> str:
+    """Return ``conversation_id`` if it can name a conversation."""
+    if not isinstance(conversation_id, str) or not conversation_id.strip():
+        raise InvalidInput("a conversation id must be a non-empty string")
+    if len(conversation_id) > MAX_CONVERSATION_ID:
+        raise InvalidInput(f"a conversation id is at most {MAX_CONVERSATION_ID} characters")
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in conversation_id):
+        raise InvalidInput("a conversation id cannot contain control characters")
+    return conversation_id
+
+
 def check_writer(writer: object) -> Writer:
     """Every write says who wrote it (M9); there is no default."""
     try:
@@ -48,26 +74,56 @@ def check_writer(writer: object) -> Writer:
 
 
 class Memoro:
-    """A user's memory: the personal block and (later) past conversations.
+    """Each user's memory: the personal block and past conversations.
 
     Open one with ``Memoro.open()`` (SQLite under ``MEMORO_HOME``) or pass any
-    Store. Safe to share between threads.
+    Store. Safe to share between threads. With ``worker=True`` (the default
+    when ``MEMORO_WORKER=thread``) a background thread indexes finished turns.
     """
 
-    def __init__(self, store: Store, settings: Settings | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings | None = None,
+        *,
+        embedder: Embedder | None = _DEFAULT,
+        worker: bool | None = None,
+    ) -> None:
         self.store = store
         self.settings = settings or Settings.from_env()
+        if embedder is _DEFAULT:
+            s = self.settings
+            embedder = make_embedder(
+                s.embedder, s.embedding_url, s.embedding_model, s.embedding_key
+            )
+        self.embedder: Embedder | None = embedder
+        self.worker = Worker(store, embedder)
+        if worker is None:
+            worker = self.settings.worker == "thread"
+        self._threaded = worker
+        if worker:
+            self.worker.start()
+            atexit.register(self.worker.stop)
 
     @classmethod
-    def open(cls, home: str | Path | None = None) -> Memoro:
+    def open(cls, home: str | Path | None = None, **options: Any) -> Memoro:
         """Open the embedded default: one SQLite file under ``home`` (or
-        ``MEMORO_HOME``, or the platform's user data directory)."""
+        ``MEMORO_HOME``, or the platform's user data directory). ``options``
+        are the other settings by name (``embedder="keyword"``…), plus
+        ``embedder`` as an Embedder object and ``worker``."""
         from memoro.store.sqlite import SqliteStore
 
-        settings = Settings.from_env(overrides={"home": home})
-        return cls(SqliteStore(settings.database_path), settings)
+        extra = {k: options.pop(k) for k in ("worker",) if k in options}
+        if "embedder" in options and not isinstance(options["embedder"], str):
+            extra["embedder"] = options.pop("embedder")
+        settings = Settings.from_env(overrides={"home": home, **options})
+        return cls(SqliteStore(settings.database_path), settings, **extra)
 
     def close(self) -> None:
+        """Stop the background worker after its current job, then close."""
+        if self._threaded:
+            self.worker.stop()
+            atexit.unregister(self.worker.stop)
         self.store.close()
 
     def __enter__(self) -> Memoro:
@@ -151,14 +207,132 @@ class Memoro:
         stored = self.read_block(user_id)
         return build_system_prompt(stored.text if stored else None, instructions=instructions)
 
+    # -- past conversations (C) --------------------------------------------
+
+    def record_turn(
+        self,
+        user_id: str,
+        conversation_id: str,
+        question: str,
+        answer: str,
+        *,
+        at: datetime | None = None,
+        key: str | None = None,
+    ) -> RecordedTurn:
+        """Store a finished turn; indexing happens later in the background
+        (C1, C2). ``key`` makes the call idempotent (imports)."""
+        user_id = check_user(user_id)
+        conversation_id = check_conversation(conversation_id)
+        if not isinstance(question, str) or not isinstance(answer, str):
+            raise InvalidInput("question and answer must be strings")
+        if len(question) + len(answer) > MAX_TURN_CHARS:
+            raise InvalidInput(f"a turn holds at most {MAX_TURN_CHARS:,} characters")
+        if not (question.strip() or answer.strip()):
+            raise InvalidInput("a turn needs a question or an answer")
+        when = at or datetime.now(UTC)
+        recorded = self.store.record_turn(user_id, conversation_id, question, answer, when, key)
+        if recorded.created and self._threaded:
+            self.worker.wake()
+        return recorded
+
+    def search(
+        self,
+        user_id: str | None,
+        query: str,
+        *,
+        limit: int = 5,
+        mode: Mode | str = Mode.HYBRID,
+    ) -> list[SearchHit]:
+        """The user's past turns that best match ``query`` (C4). With no
+        confirmed user, nothing runs and nothing comes back (C5)."""
+        if user_id is None or user_id == "":
+            return []
+        user_id = check_user(user_id)
+        if not isinstance(query, str):
+            raise InvalidInput("the query must be a string")
+        if not 1 <= limit <= MAX_SEARCH_LIMIT:
+            raise InvalidInput(f"limit must be between 1 and {MAX_SEARCH_LIMIT}")
+        try:
+            mode = Mode(mode)
+        except ValueError:
+            raise InvalidInput("mode must be hybrid, keyword or semantic") from None
+        if not query.strip():
+            return []
+        return history_search.search(self.store, self.embedder, user_id, query, limit, mode)
+
+    def list_conversations(self, user_id: str) -> list[Conversation]:
+        """The user's conversations, latest first (deleted ones are gone)."""
+        return self.store.list_conversations(check_user(user_id))
+
+    def conversation_turns(self, user_id: str, conversation_id: str) -> list[Turn]:
+        """One conversation's turns, in order."""
+        return self.store.conversation_turns(
+            check_user(user_id), check_conversation(conversation_id)
+        )
+
+    def delete_conversation(self, user_id: str, conversation_id: str) -> bool:
+        """Delete a conversation: out of search at once, purged from the
+        database by the worker (C6). False when there was none."""
+        deleted = self.store.delete_conversation(
+            check_user(user_id), check_conversation(conversation_id)
+        )
+        if deleted and self._threaded:
+            self.worker.wake()
+        return deleted
+
+    def index_pending(self, progress: Callable[[], None] | None = None) -> int:
+        """Run due background jobs in this thread until none is left."""
+        return self.worker.run_until_idle(progress)
+
+    def pending_jobs(self) -> int:
+        counts = self.store.count_jobs()
+        return counts[JobStatus.PENDING] + counts[JobStatus.RUNNING]
+
+    def reindex(self, progress: Callable[[int], None] | None = None, batch: int = 32) -> int:
+        """Embed every chunk that has no vector from the current model (after
+        a change of model, C8); returns how many chunks were embedded."""
+        if self.embedder is None:
+            return 0
+        model = self.embedder.model_id
+        done = 0
+        while True:
+            todo = self.store.chunks_missing_vectors(model, batch)
+            if not todo:
+                return done
+            vectors = self.embedder.embed_documents([text for _, _, text in todo])
+            self.store.replace_vectors(
+                model, {c: v for (c, _, _), v in zip(todo, vectors, strict=True)}
+            )
+            done += len(todo)
+            if progress is not None:
+                progress(len(todo))
+
+    def index_status(self) -> dict[str, object]:
+        """The embedding model in use, vectors per model, how many chunks
+        lack a vector from the current model, and the job queue."""
+        model = self.embedder.model_id if self.embedder else None
+        missing, total = self.store.count_chunks_missing_vectors(model) if model else (0, 0)
+        return {
+            "model": model,
+            "vectors_by_model": self.store.vector_models(),
+            "chunks": total,
+            "chunks_missing_vectors": missing,
+            "reindex_needed": bool(missing),
+            "jobs": {status.value: n for status, n in self.store.count_jobs().items()},
+        }
+
     # -- tools (T) ---------------------------------------------------------
 
     def execute_tool(
-        self, user_id: str, name: str, arguments: Mapping[str, Any] | str | None
+        self, user_id: str | None, name: str, arguments: Mapping[str, Any] | str | None
     ) -> ToolResult:
         """Run one tool call for ``user_id`` — the authenticated user, never
-        one named in ``arguments`` (T4) — and return the text the model reads."""
-        return execute(self, check_user(user_id), name, arguments)
+        one named in ``arguments`` (T4) — and return the text the model reads.
+        ``None`` means the user could not be confirmed: search returns nothing
+        and memory tools change nothing (C5)."""
+        if user_id is not None and user_id != "":
+            user_id = check_user(user_id)
+        return execute(self, user_id or None, name, arguments)
 
 
 def _rejection(new: str, current: str | None) -> WriteResult:

@@ -1,6 +1,6 @@
 """memoro's settings: one table with each setting's name, ``MEMORO_*``
-variable, default and help. The CLI builds its options and ``--help`` from
-this table, and a test checks that the README documents every row.
+variable, default and help. The CLI builds its global options and ``--help``
+from this table, and a test checks that the README documents every row.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from pathlib import Path
 
 import platformdirs
 
+from memoro.errors import ConfigError
+
 
 @dataclass(frozen=True)
 class Setting:
@@ -20,6 +22,13 @@ class Setting:
     default: str
     help: str
     metavar: str = "TEXT"
+    choices: tuple[str, ...] = ()
+    secret: bool = False
+
+    @property
+    def option(self) -> str:
+        """The global CLI option, e.g. ``--embedding-url``."""
+        return "--" + self.name.replace("_", "-")
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -29,6 +38,43 @@ SETTINGS: tuple[Setting, ...] = (
         default=platformdirs.user_data_dir("memoro", appauthor=False),
         help="Directory that holds memoro's data: the SQLite database memoro.db.",
         metavar="DIR",
+    ),
+    Setting(
+        name="embedder",
+        env="MEMORO_EMBEDDER",
+        default="local",
+        help="Embedding model for conversation search: local (all-MiniLM-L6-v2, offline),"
+        " api (an OpenAI-compatible /embeddings endpoint) or keyword (no vectors).",
+        choices=("local", "api", "keyword"),
+    ),
+    Setting(
+        name="embedding_url",
+        env="MEMORO_EMBEDDING_URL",
+        default="https://api.openai.com/v1",
+        help="Base URL of the OpenAI-compatible embeddings endpoint (embedder api).",
+        metavar="URL",
+    ),
+    Setting(
+        name="embedding_model",
+        env="MEMORO_EMBEDDING_MODEL",
+        default="text-embedding-3-small",
+        help="Model name sent to the embeddings endpoint (embedder api).",
+    ),
+    Setting(
+        name="embedding_key",
+        env="MEMORO_EMBEDDING_KEY",
+        default="",
+        help="API key for the embeddings endpoint (embedder api); prefer the variable.",
+        metavar="KEY",
+        secret=True,
+    ),
+    Setting(
+        name="worker",
+        env="MEMORO_WORKER",
+        default="thread",
+        help="Who indexes finished turns: thread (a background thread in this process)"
+        " or off (separate `memoro worker` processes).",
+        choices=("thread", "off"),
     ),
 )
 
@@ -41,6 +87,11 @@ class Settings:
     defaults."""
 
     home: Path
+    embedder: str = "local"
+    embedding_url: str = "https://api.openai.com/v1"
+    embedding_model: str = "text-embedding-3-small"
+    embedding_key: str = ""
+    worker: str = "thread"
 
     @property
     def database_path(self) -> Path:
@@ -57,8 +108,11 @@ class Settings:
         values: dict[str, str] = {}
         for setting in SETTINGS:
             given = explicit.get(setting.name)
-            if given is not None:
-                values[setting.name] = str(given)
-            else:
-                values[setting.name] = env.get(setting.env) or setting.default
-        return cls(home=Path(values["home"]).expanduser())
+            value = str(given) if given is not None else env.get(setting.env) or setting.default
+            if setting.choices and value not in setting.choices:
+                raise ConfigError(
+                    f"{setting.env} must be one of {', '.join(setting.choices)}, not {value!r}"
+                )
+            values[setting.name] = value
+        home = Path(values.pop("home")).expanduser()
+        return cls(home=home, **values)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from memoro import block
 from memoro.errors import UnknownTool
-from memoro.models import DeleteResult, Outcome, Writer, WriteResult
+from memoro.models import DeleteResult, Outcome, SearchHit, Writer, WriteResult
 from memoro.prompt import memory_section
 
 if TYPE_CHECKING:
@@ -44,6 +44,9 @@ class Tool:
     description: str
     parameters: dict[str, Any]
     run: Callable[[Memoro, str, dict[str, Any]], str]
+    without_user: str | None = None
+    """What the tool returns when the user could not be confirmed; ``None``
+    makes that an error."""
 
     def openai(self) -> dict[str, Any]:
         return {
@@ -113,6 +116,18 @@ def render_delete(result: DeleteResult) -> str:
     )
 
 
+def render_search(query: str, hits: list[SearchHit]) -> str:
+    """The text a conversation search returns."""
+    if not hits:
+        return f"No past conversation matched {query!r}."
+    parts = [f"Found {_plural(len(hits), 'past turn')} for {query!r}, best first:"]
+    for i, hit in enumerate(hits, 1):
+        when = hit.at.strftime("%Y-%m-%d %H:%M UTC")
+        parts.append(f"\n{i}. conversation {hit.conversation_id!r}, {when} (turn {hit.turn_id}):")
+        parts.append(hit.text)
+    return "\n".join(parts)
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
@@ -167,6 +182,19 @@ each removal was intended.""",
     run=_memory_write,
 )
 
+
+def _conversation_search(memoro: Memoro, user_id: str, args: dict[str, Any]) -> str:
+    query = args["query"]
+    limit = args.get("limit", 5)
+    if not isinstance(query, str) or not query.strip():
+        raise _BadArguments("'query' must be a non-empty string")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= SEARCH_MAX:
+        raise _BadArguments(f"'limit' must be a whole number from 1 to {SEARCH_MAX}")
+    return render_search(query, memoro.search(user_id, query, limit=limit))
+
+
+SEARCH_MAX = 20
+
 MEMORY_DELETE_ALL = Tool(
     name="memory_delete_all",
     description="""\
@@ -177,7 +205,39 @@ with the lines that should stay.""",
     run=_memory_delete_all,
 )
 
-TOOLS: dict[str, Tool] = {tool.name: tool for tool in (MEMORY_WRITE, MEMORY_DELETE_ALL)}
+CONVERSATION_SEARCH = Tool(
+    name="conversation_search",
+    description="""\
+Search this user's past conversations. Earlier conversations are not in your context; call \
+this when the user refers to something discussed before ("that query we wrote last time", \
+"as I told you last week") or when an answer depends on what was said then, instead of \
+guessing or asking again. Keyword and semantic search run together, so both exact strings \
+(IDs, names, error messages) and paraphrases are found. Returns the best-matching past turns, \
+each with its conversation, time and text, best first. Only this user's conversations are \
+searched.""",
+    parameters=_schema(
+        {
+            "query": {
+                "type": "string",
+                "description": "What to look for: words, an exact ID, or a description.",
+            },
+            "limit": {
+                "type": "integer",
+                "description": f"How many past turns to return (1–{SEARCH_MAX}, default 5).",
+                "minimum": 1,
+                "maximum": SEARCH_MAX,
+                "default": 5,
+            },
+        },
+        ["query"],
+    ),
+    run=_conversation_search,
+    without_user="No past conversations are available: the user could not be confirmed.",
+)
+
+TOOLS: dict[str, Tool] = {
+    tool.name: tool for tool in (MEMORY_WRITE, MEMORY_DELETE_ALL, CONVERSATION_SEARCH)
+}
 
 
 def openai_tools() -> list[dict[str, Any]]:
@@ -215,13 +275,19 @@ def _arguments(tool: Tool, arguments: Mapping[str, Any] | str | None) -> dict[st
 
 
 def execute(
-    memoro: Memoro, user_id: str, name: str, arguments: Mapping[str, Any] | str | None
+    memoro: Memoro, user_id: str | None, name: str, arguments: Mapping[str, Any] | str | None
 ) -> ToolResult:
-    """Run the tool ``name`` for ``user_id``. Bad arguments come back as an
-    error result the model can read and correct."""
+    """Run the tool ``name`` for ``user_id`` (``None``: not confirmed). Bad
+    arguments come back as an error result the model can read and correct."""
     tool = TOOLS.get(name)
     if tool is None:
         raise UnknownTool(f"memoro has no tool named {name!r}; its tools are {', '.join(TOOLS)}")
+    if user_id is None:
+        if tool.without_user is not None:
+            return ToolResult(tool.without_user)
+        return ToolResult(
+            "Error: the user could not be confirmed, so nothing was changed.", is_error=True
+        )
     try:
         args = _arguments(tool, arguments)
         return ToolResult(tool.run(memoro, user_id, args))

@@ -30,5 +30,9 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqliteStor
 
 
 @pytest.fixture
-def memoro(store: SqliteStore, tmp_path: Path) -> Memoro:
-    return Memoro(store, Settings(home=tmp_path))
+def memoro(store: SqliteStore, tmp_path: Path) -> Iterator[Memoro]:
+    """The service on a real store, keyword-only and without a background
+    worker; tests about search or the worker make their own."""
+    service = Memoro(store, Settings(home=tmp_path), embedder=None, worker=False)
+    yield service
+    service.close()

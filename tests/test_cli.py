@@ -117,7 +117,7 @@ def test_prompt_prints_the_system_prompt_exactly(home: Path) -> None:
 
 def test_tools_prints_the_definitions(home: Path) -> None:
     names = [t["name"] for t in json.loads(run(home, "tools", "--format", "anthropic").stdout)]
-    assert names == ["memory_write", "memory_delete_all"]
+    assert names == ["memory_write", "memory_delete_all", "conversation_search"]
 
 
 def test_a_bad_user_id_is_a_one_line_error(home: Path) -> None:
@@ -129,7 +129,7 @@ def test_a_bad_user_id_is_a_one_line_error(home: Path) -> None:
 def test_every_setting_has_a_variable_shown_in_help(home: Path) -> None:
     text = run(home, "--help").stdout
     for setting in SETTINGS:
-        assert setting.env in text and f"--{setting.name}" in text
+        assert setting.env in text and setting.option in text
 
 
 # -- memory edit, with a scripted $EDITOR ------------------------------------

@@ -64,7 +64,7 @@ def test_the_readme_quickstart_runs_and_writes_the_block(
 def test_the_readme_documents_every_setting() -> None:
     table = README.split("## Configuration", 1)[1]
     for setting in SETTINGS:
-        assert f"`{setting.env}`" in table and f"`--{setting.name}`" in table
+        assert f"`{setting.env}`" in table and f"`{setting.option}`" in table
 
 
 def test_the_readme_has_a_benchmark_table() -> None:

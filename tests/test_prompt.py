@@ -20,7 +20,7 @@ def test_p1_the_prompt_is_rebuilt_from_storage_on_every_turn(memoro: Memoro) -> 
 def test_p1_a_second_process_sees_an_edit_on_its_next_turn(memoro: Memoro) -> None:
     store = memoro.store
     assert isinstance(store, SqliteStore)
-    other = Memoro(SqliteStore(store.path))
+    other = Memoro(SqliteStore(store.path), embedder=None, worker=False)
     assert "Name: Ann" not in other.system_prompt("ann").text
     memoro.write_block("ann", "Name: Ann", writer="user")
     assert other.system_prompt("ann").text.endswith("Name: Ann")

@@ -17,6 +17,7 @@ from memoro.errors import MigrationError
 from memoro.models import Writer
 from memoro.service import Memoro
 from memoro.settings import Settings
+from memoro.store import migrations
 from memoro.store.sqlite import SqliteStore
 
 
@@ -26,7 +27,7 @@ def _all_bytes(home: Path) -> bytes:
 
 def test_after_clear_no_text_of_the_block_is_left_in_the_database_file(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "memoro.db")
-    memoro = Memoro(store, Settings(home=tmp_path))
+    memoro = Memoro(store, Settings(home=tmp_path), embedder=None, worker=False)
     secrets = [f"SECRET-{i}-tracker-account-zq{i}x" for i in range(6)]
     memoro.write_block("ann", "\n".join(secrets[:3]), writer=Writer.MODEL)
     memoro.write_block("ann", "\n".join(secrets[2:]), writer=Writer.USER)
@@ -48,7 +49,7 @@ def test_a_dropped_line_survives_only_in_audit_entries_and_cut_to_200(tmp_path: 
     """After a rewrite drops a line, its full text is gone from the file; the
     audit entries that added and removed it keep its first 200 characters."""
     store = SqliteStore(tmp_path / "memoro.db")
-    memoro = Memoro(store, Settings(home=tmp_path))
+    memoro = Memoro(store, Settings(home=tmp_path), embedder=None, worker=False)
     long_line = "LONGLINE-" + "".join(f"{i:04d}" for i in range(120))  # 489 characters
     memoro.write_block("ann", f"keep me\n{long_line}", writer=Writer.MODEL)
     memoro.write_block("ann", "keep me\nnew line", writer=Writer.MODEL)
@@ -127,7 +128,8 @@ def test_migrations_are_applied_once_and_recorded(tmp_path: Path) -> None:
     raw = sqlite3.connect(tmp_path / "memoro.db")
     rows = raw.execute("SELECT version, name FROM schema_migrations").fetchall()
     raw.close()
-    assert rows == [(1, "block")]
+    assert rows == [(m.version, m.name) for m in migrations.load("sqlite")]
+    assert rows[:2] == [(1, "block"), (2, "history")]
 
 
 def test_a_database_from_a_newer_memoro_is_refused(tmp_path: Path) -> None:

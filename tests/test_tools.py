@@ -116,7 +116,11 @@ def test_an_unknown_tool_name_is_refused(memoro: Memoro) -> None:
 def test_t5_openai_and_anthropic_shapes_come_from_one_definition() -> None:
     openai = {t["function"]["name"]: t["function"] for t in tools.openai_tools()}
     anthropic = {t["name"]: t for t in tools.anthropic_tools()}
-    assert set(openai) == set(anthropic) == {"memory_write", "memory_delete_all"}
+    assert (
+        set(openai)
+        == set(anthropic)
+        == {"memory_write", "memory_delete_all", "conversation_search"}
+    )
     for name, tool in tools.TOOLS.items():
         assert openai[name]["description"] == anthropic[name]["description"] == tool.description
         assert openai[name]["parameters"] == anthropic[name]["input_schema"] == tool.parameters

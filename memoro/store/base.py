@@ -1,17 +1,33 @@
 """The Store protocol: everything memoro keeps goes through it, so a backend
 (SQLite now, PostgreSQL later) can be swapped without changing a caller.
 
-A store holds no rules of its own except M9: a write or delete and its audit
-entry are one transaction, and deleting a block blanks the line content of
-that user's earlier audit entries.
+A store holds no rules of its own except what must be atomic with storage:
+a block write or delete and its audit entry are one transaction (M9); a turn
+and its indexing job commit together (C1); a job is finished in the same
+transaction as its result. Every user-facing query takes the user id and
+skips deleted conversations (C5, C6).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
+from datetime import datetime
 from typing import Protocol
 
-from memoro.models import AuditEntry, AuditRecord, StoredBlock
+import numpy as np
+import numpy.typing as npt
+
+from memoro.models import (
+    AuditEntry,
+    AuditRecord,
+    Conversation,
+    Job,
+    JobStatus,
+    RecordedTurn,
+    StoredBlock,
+    Turn,
+)
 
 
 class BlockTransaction(Protocol):
@@ -33,8 +49,22 @@ class BlockTransaction(Protocol):
         ...
 
 
+class SemanticScorer(Protocol):
+    """Similarities of one query vector to one user's chunks."""
+
+    def top(self, limit: int) -> list[tuple[int, int, float]]:
+        """The best chunks: (chunk id, turn id, cosine), best first; exact."""
+        ...
+
+    def scores(self, chunk_ids: Iterable[int]) -> dict[int, float]:
+        """The cosine of each given chunk that has a vector."""
+        ...
+
+
 class Store(Protocol):
-    """Storage of every user's block and audit log."""
+    """Storage of every user's block, audit log, past turns and jobs."""
+
+    # -- the block (M) -----------------------------------------------------
 
     def read_block(self, user_id: str) -> StoredBlock | None:
         """The user's block, or ``None`` when nothing is remembered."""
@@ -46,6 +76,116 @@ class Store(Protocol):
 
     def list_audit(self, user_id: str, *, limit: int = 100) -> list[AuditEntry]:
         """The user's audit entries, newest first."""
+        ...
+
+    # -- past conversations (C) --------------------------------------------
+
+    def record_turn(
+        self,
+        user_id: str,
+        conversation_id: str,
+        question: str,
+        answer: str,
+        at: datetime,
+        key: str | None = None,
+    ) -> RecordedTurn:
+        """Store a finished turn and queue its indexing, in one transaction.
+        With a ``key`` already recorded for the user, store nothing."""
+        ...
+
+    def get_turn(self, turn_id: int) -> Turn | None:
+        """A turn by id, for the worker (not scoped to a user)."""
+        ...
+
+    def save_index(
+        self,
+        job: Job,
+        worker: str,
+        turn_id: int,
+        chunks: Sequence[str],
+        vectors: Sequence[npt.NDArray[np.float32]] | None,
+        model: str | None,
+    ) -> bool:
+        """Store a turn's chunks and vectors and finish ``job`` atomically."""
+        ...
+
+    def list_conversations(self, user_id: str) -> list[Conversation]:
+        """The user's conversations that are not deleted, latest first."""
+        ...
+
+    def conversation_turns(self, user_id: str, conversation_id: str) -> list[Turn]:
+        """A conversation's turns in order (none when deleted)."""
+        ...
+
+    def delete_conversation(self, user_id: str, conversation_id: str) -> bool:
+        """Exclude a conversation from search now and queue its purge."""
+        ...
+
+    def purge_conversation(self, job: Job, worker: str, conversation_id: str) -> bool:
+        """Physically delete a deleted conversation and finish ``job``."""
+        ...
+
+    def keyword_search(self, user_id: str, text: str, limit: int) -> list[tuple[int, int, float]]:
+        """Chunks matching words of ``text``: (chunk, turn, BM25), best first."""
+        ...
+
+    def semantic(self, user_id: str, model: str, query: npt.NDArray[np.float32]) -> SemanticScorer:
+        """Score the user's chunks that have vectors from ``model``."""
+        ...
+
+    def turn_context(
+        self, user_id: str, turn_ids: Sequence[int]
+    ) -> tuple[dict[int, list[int]], dict[int, int]]:
+        """Each turn's neighbours in its conversation, and the chunks of the
+        turns and their neighbours mapped to their turn."""
+        ...
+
+    def chunk_hits(
+        self, user_id: str, chunk_ids: Sequence[int]
+    ) -> dict[int, tuple[int, str, datetime, str]]:
+        """(turn, conversation, time, text) of each visible chunk."""
+        ...
+
+    def vector_models(self) -> dict[str, int]:
+        """How many stored vectors each embedding model made."""
+        ...
+
+    def chunks_missing_vectors(self, model: str, limit: int) -> list[tuple[int, str, str]]:
+        """Chunks with no vector from ``model``: (chunk, user, text)."""
+        ...
+
+    def count_chunks_missing_vectors(self, model: str) -> tuple[int, int]:
+        """(chunks without a vector from ``model``, all chunks)."""
+        ...
+
+    def replace_vectors(self, model: str, vectors: dict[int, npt.NDArray[np.float32]]) -> None:
+        """Give chunks new vectors from ``model``, dropping older ones."""
+        ...
+
+    # -- the job queue -----------------------------------------------------
+
+    def claim_job(self, worker: str, lease_seconds: float) -> Job | None:
+        """Take the oldest due job (or one whose lease ran out)."""
+        ...
+
+    def finish_job(self, job: Job, worker: str) -> bool:
+        """Remove a finished job this worker holds."""
+        ...
+
+    def release_job(self, job: Job, worker: str, error: str, retry_in: float | None) -> None:
+        """Record a failure; retry later, or set aside when ``retry_in`` is None."""
+        ...
+
+    def list_jobs(self, status: JobStatus | None = None, *, limit: int = 100) -> list[Job]:
+        """Jobs in the queue, oldest first."""
+        ...
+
+    def count_jobs(self) -> dict[JobStatus, int]:
+        """How many jobs are pending, running and failed."""
+        ...
+
+    def retry_job(self, job_id: int) -> bool:
+        """Put a failed job back in the queue."""
         ...
 
     def close(self) -> None:

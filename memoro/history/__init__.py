@@ -1,0 +1,2 @@
+"""Past conversations (SPEC C): chunking, embeddings, keyword text, fusion
+and the durable job queue's worker. Storage lives in memoro.store."""

@@ -1,0 +1,148 @@
+"""Embedding models behind one interface: the local all-MiniLM-L6-v2 (the
+default, offline), any OpenAI-compatible embeddings endpoint, or none at all
+(keyword-only search). Each model has an id that is stored with its vectors
+(C8), so a change of model is detected.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from memoro.errors import ConfigError, MemoroError
+
+if TYPE_CHECKING:
+    from memoro.history.minilm import MiniLM
+
+Floats = npt.NDArray[np.float32]
+
+
+class Embedder(Protocol):
+    """Turns text into unit vectors."""
+
+    model_id: str
+
+    def embed_documents(self, texts: Sequence[str]) -> list[Floats]:
+        """One array of shape (parts, dim) per text: a model that reads less
+        than a whole text embeds every part of it (C7)."""
+        ...
+
+    def embed_query(self, text: str) -> Floats:
+        """One vector of shape (dim,)."""
+        ...
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 on the CPU with NumPy. It reads 256 tokens (about
+    1,200 characters); longer texts are cut into overlapping token windows,
+    each embedded."""
+
+    model_id = "local/all-MiniLM-L6-v2"
+    window = 254  # word pieces per window, plus [CLS] and [SEP]
+    overlap = 32
+    batch = 16
+
+    def __init__(self) -> None:
+        self._model: MiniLM | None = None
+        self._lock = threading.Lock()
+
+    def _encoder(self) -> MiniLM:
+        from memoro.history.minilm import MiniLM
+
+        with self._lock:
+            if self._model is None:
+                self._model = MiniLM()
+            return self._model
+
+    def _windows(self, text: str) -> list[list[int]]:
+        ids, _ = self._encoder().token_ids(text)
+        if len(ids) <= self.window:
+            return [ids]
+        step = self.window - self.overlap
+        starts = range(0, len(ids) - self.overlap, step)
+        return [ids[s : s + self.window] for s in starts]
+
+    def _encode(self, sequences: list[list[int]]) -> Floats:
+        model = self._encoder()
+        order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
+        out = np.zeros((len(sequences), model.dim), dtype=np.float32)
+        for start in range(0, len(order), self.batch):
+            picked = order[start : start + self.batch]
+            out[picked] = model.encode_ids([sequences[i] for i in picked])
+        return out
+
+    def embed_documents(self, texts: Sequence[str]) -> list[Floats]:
+        windows = [self._windows(t) for t in texts]
+        flat = self._encode([w for ws in windows for w in ws])
+        result, pos = [], 0
+        for ws in windows:
+            result.append(flat[pos : pos + len(ws)])
+            pos += len(ws)
+        return result
+
+    def embed_query(self, text: str) -> Floats:
+        ids = self._windows(text)[0]
+        vector: Floats = self._encode([ids])[0]
+        return vector
+
+
+class ApiEmbedder:
+    """Any OpenAI-compatible ``/embeddings`` endpoint (OpenAI, vLLM, Ollama,
+    LM Studio, llama.cpp server…). A chunk (at most 4,000 characters) fits in
+    these models' input, so each text gets one vector."""
+
+    def __init__(self, base_url: str, model: str, api_key: str = "", timeout: float = 60) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.api_key = api_key
+        self.timeout = timeout
+        self.model_id = f"api/{model}"
+
+    def _post(self, inputs: list[str]) -> list[Floats]:
+        body = json.dumps({"model": self.model, "input": inputs}).encode()
+        request = urllib.request.Request(
+            f"{self.base_url}/embeddings",
+            data=body,
+            headers={"Content-Type": "application/json"}
+            | ({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}),
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                data = json.load(response)["data"]
+        except (urllib.error.URLError, OSError, KeyError, ValueError) as exc:
+            raise MemoroError(f"the embeddings endpoint {self.base_url} failed: {exc}") from exc
+        ordered = sorted(data, key=lambda d: d["index"])
+        vectors = []
+        for item in ordered:
+            v = np.asarray(item["embedding"], dtype=np.float32)
+            vectors.append(v / max(float(np.linalg.norm(v)), 1e-12))
+        return vectors
+
+    def embed_documents(self, texts: Sequence[str]) -> list[Floats]:
+        vectors: list[Floats] = []
+        for start in range(0, len(texts), 64):
+            vectors += self._post(list(texts[start : start + 64]))
+        return [v[None, :] for v in vectors]
+
+    def embed_query(self, text: str) -> Floats:
+        return self._post([text])[0]
+
+
+def make_embedder(kind: str, url: str = "", model: str = "", key: str = "") -> Embedder | None:
+    """The embedder a setting names; ``None`` for keyword-only search."""
+    if kind == "local":
+        return LocalEmbedder()
+    if kind == "keyword":
+        return None
+    if kind == "api":
+        if not url or not model:
+            raise ConfigError("MEMORO_EMBEDDER=api needs MEMORO_EMBEDDING_URL and _MODEL")
+        return ApiEmbedder(url, model, key)
+    raise ConfigError(f"MEMORO_EMBEDDER must be local, api or keyword, not {kind!r}")

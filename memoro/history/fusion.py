@@ -1,0 +1,78 @@
+"""Hybrid ranking of past turns, pure (C4).
+
+Keyword (BM25) and semantic (cosine) candidates are taken together: the union
+of both sets is scored, so a turn only one side finds (an exact ID only
+keyword search matches) still comes back. Each chunk's score is an equal-
+weight blend of its BM25 score divided by the query's best BM25 score and its
+cosine similarity above a noise floor (unrelated texts score up to ~0.2 with
+small sentence models, which is no evidence); a turn scores as its best chunk.
+A turn's neighbours in its conversation then add a share of their score: in
+a dialogue, a question is often asked in one turn and answered or explained
+in the next, so context next to a match is evidence too. On the LoCoMo development set this lifts
+turn-level R@10 from 0.82 (blend alone) to 0.85; see docs/search.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Mode(StrEnum):
+    """Which signals rank the turns."""
+
+    HYBRID = "hybrid"
+    KEYWORD = "keyword"
+    SEMANTIC = "semantic"
+
+
+KEYWORD_WEIGHT = {Mode.HYBRID: 0.5, Mode.KEYWORD: 1.0, Mode.SEMANTIC: 0.0}
+NEIGHBOR_SHARE = 0.3
+SEMANTIC_FLOOR = 0.2
+
+
+@dataclass(frozen=True)
+class RankedTurn:
+    turn_id: int
+    chunk_id: int
+    score: float
+
+
+def rank(
+    chunk_turn: Mapping[int, int],
+    keyword: Mapping[int, float],
+    semantic: Mapping[int, float],
+    neighbors: Mapping[int, Sequence[int]],
+    candidates: set[int],
+    mode: Mode = Mode.HYBRID,
+) -> list[RankedTurn]:
+    """Rank the ``candidates`` turns, best first.
+
+    ``chunk_turn`` maps every chunk to score (candidates' and neighbours'
+    chunks) to its turn; ``keyword`` holds BM25 scores (higher is better) of
+    the chunks keyword search returned; ``semantic`` the cosine similarity of
+    chunks that have vectors; ``neighbors`` the turns before and after each
+    candidate in its conversation.
+    """
+    weight = KEYWORD_WEIGHT[mode]
+    floor = SEMANTIC_FLOOR if mode is Mode.HYBRID else -1.0
+    top = max(keyword.values(), default=0.0)
+    best: dict[int, tuple[float, int]] = {}
+    for chunk_id, turn_id in chunk_turn.items():
+        kw = keyword.get(chunk_id, 0.0) / top if top > 0 else 0.0
+        sem = max(0.0, semantic.get(chunk_id, floor) - floor) / (1.0 - floor)
+        score = weight * kw + (1.0 - weight) * sem
+        if turn_id not in best or score > best[turn_id][0]:
+            best[turn_id] = (score, chunk_id)
+    ranked = []
+    for turn_id in candidates:
+        if turn_id not in best:
+            continue
+        score, chunk_id = best[turn_id]
+        around = [best[n][0] for n in neighbors.get(turn_id, ()) if n in best]
+        if around:
+            score += NEIGHBOR_SHARE * max(around)
+        ranked.append(RankedTurn(turn_id, chunk_id, score))
+    ranked.sort(key=lambda r: (-r.score, -r.turn_id))
+    return ranked

@@ -1,0 +1,140 @@
+"""SQLite connections: one per thread, WAL mode, durable commits, write
+transactions taken with BEGIN IMMEDIATE so writers queue instead of failing,
+and ``secure_delete`` so deleted text is overwritten in the file."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from memoro.errors import MigrationError, StoreError
+from memoro.store import migrations
+
+_PRAGMAS = (
+    "PRAGMA journal_mode = WAL",
+    "PRAGMA synchronous = FULL",
+    "PRAGMA foreign_keys = ON",
+    "PRAGMA secure_delete = ON",
+)
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def iso(at: datetime) -> str:
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=UTC)
+    return at.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+class Database:
+    """A SQLite file shared safely between threads and processes."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._migrate()
+
+    def connect(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn
+        try:
+            conn = sqlite3.connect(
+                self.path, timeout=30.0, isolation_level=None, check_same_thread=False
+            )
+            conn.row_factory = sqlite3.Row
+            for pragma in _PRAGMAS:
+                conn.execute(pragma)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the database {self.path}: {exc}") from exc
+        self._local.conn = conn
+        with self._lock:
+            self._all.append(conn)
+        return conn
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction: commit on success, roll back on any error."""
+        conn = self.connect()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot start a write on {self.path}: {exc}") from exc
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK")
+            raise StoreError(f"cannot commit to {self.path}: {exc}") from exc
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: several queries see one snapshot."""
+        conn = self.connect()
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
+    def checkpoint(self) -> None:
+        """Move the WAL into the database file and truncate the WAL."""
+        self.connect().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
+        self._local = threading.local()
+
+    def _migrate(self) -> None:
+        known = migrations.load("sqlite")
+        with self.write() as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            )
+            applied = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+            if applied and max(applied) > len(known):
+                raise MigrationError(
+                    f"{self.path} has schema version {max(applied)}, newer than this"
+                    f" memoro knows ({len(known)}); upgrade memoro"
+                )
+            for migration in known:
+                if migration.version in applied:
+                    continue
+                for statement in _statements(migration.sql):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                    (migration.version, migration.name, now()),
+                )
+
+
+def _statements(script: str) -> Iterator[str]:
+    """Split a migration script into complete statements."""
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            statement = buffer.strip()
+            buffer = ""
+            if statement:
+                yield statement
+    leftover = [ln for ln in buffer.splitlines() if ln.strip() and not ln.strip().startswith("--")]
+    if leftover:
+        raise MigrationError(f"incomplete SQL statement in migration: {leftover[0][:80]}")

@@ -1,0 +1,360 @@
+"""Past conversations on SQLite: turns, conversations, chunks, the keyword
+index (FTS5) and vectors. Every query is scoped to one user and skips
+conversations the user deleted (C5, C6)."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+
+from memoro.errors import InvalidInput
+from memoro.history import keywords
+from memoro.models import Conversation, Job, RecordedTurn, Turn
+from memoro.store.sqlite import jobs
+from memoro.store.sqlite._db import Database, iso, now
+from memoro.store.sqlite.vectors import Scorer, VectorCache
+
+_VISIBLE = (
+    " JOIN conversations cv ON cv.user_id = t.user_id AND cv.id = t.conversation_id"
+    " AND cv.deleted_at IS NULL"
+)
+
+
+def owner_token(user_id: str) -> str:
+    """The token that narrows the keyword index to one user."""
+    return "u" + hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def _turn(row: sqlite3.Row) -> Turn:
+    return Turn(
+        id=row["id"],
+        user_id=row["user_id"],
+        conversation_id=row["conversation_id"],
+        seq=row["seq"],
+        question=row["question"],
+        answer=row["answer"],
+        at=datetime.fromisoformat(row["at"]),
+        indexed=row["indexed_at"] is not None,
+    )
+
+
+def _placeholders(n: int) -> str:
+    return ",".join("?" * n)
+
+
+class History:
+    """Past-conversation methods of SqliteStore."""
+
+    db: Database
+    vectors: VectorCache
+
+    # -- recording ---------------------------------------------------------
+
+    def record_turn(
+        self,
+        user_id: str,
+        conversation_id: str,
+        question: str,
+        answer: str,
+        at: datetime,
+        key: str | None = None,
+    ) -> RecordedTurn:
+        with self.db.write() as conn:
+            if key is not None:
+                row = conn.execute(
+                    "SELECT id, conversation_id, seq FROM turns WHERE user_id = ? AND key = ?",
+                    (user_id, key),
+                ).fetchone()
+                if row is not None:
+                    return RecordedTurn(row["id"], row["conversation_id"], row["seq"], False)
+            found = conn.execute(
+                "SELECT deleted_at FROM conversations WHERE user_id = ? AND id = ?",
+                (user_id, conversation_id),
+            ).fetchone()
+            if found is None:
+                conn.execute(
+                    "INSERT INTO conversations (user_id, id, created_at) VALUES (?, ?, ?)",
+                    (user_id, conversation_id, now()),
+                )
+            elif found["deleted_at"] is not None:
+                raise InvalidInput(f"conversation {conversation_id!r} was deleted")
+            seq = conn.execute(
+                "SELECT coalesce(max(seq), 0) + 1 FROM turns"
+                " WHERE user_id = ? AND conversation_id = ?",
+                (user_id, conversation_id),
+            ).fetchone()[0]
+            turn_id = conn.execute(
+                "INSERT INTO turns (user_id, conversation_id, seq, question, answer, at, key)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (user_id, conversation_id, seq, question, answer, iso(at), key),
+            ).lastrowid
+            assert turn_id is not None
+            jobs.enqueue(conn, "index_turn", user_id, {"turn_id": turn_id})
+        return RecordedTurn(turn_id, conversation_id, seq, True)
+
+    def get_turn(self, turn_id: int) -> Turn | None:
+        row = self.db.connect().execute("SELECT * FROM turns WHERE id = ?", (turn_id,)).fetchone()
+        return _turn(row) if row else None
+
+    def save_index(
+        self,
+        job: Job,
+        worker: str,
+        turn_id: int,
+        chunks: Sequence[str],
+        vectors: Sequence[npt.NDArray[np.float32]] | None,
+        model: str | None,
+    ) -> bool:
+        """Store a turn's chunks (and vectors) and finish its job, in one
+        transaction. False when the job was no longer this worker's."""
+        with self.db.write() as conn:
+            if not jobs.finish(conn, job, worker):
+                return False
+            row = conn.execute(
+                "SELECT t.user_id, t.indexed_at FROM turns t" + _VISIBLE + " WHERE t.id = ?",
+                (turn_id,),
+            ).fetchone()
+            if row is None or row["indexed_at"] is not None:
+                return True  # purged, deleted or already indexed: nothing to add
+            user_id = row["user_id"]
+            owner = owner_token(user_id)
+            for ordinal, text in enumerate(chunks):
+                chunk_id = conn.execute(
+                    "INSERT INTO chunks (turn_id, user_id, ordinal, text) VALUES (?, ?, ?, ?)",
+                    (turn_id, user_id, ordinal, text),
+                ).lastrowid
+                assert chunk_id is not None
+                conn.execute(
+                    "INSERT INTO chunk_fts (rowid, owner, body) VALUES (?, ?, ?)",
+                    (chunk_id, owner, keywords.document(text)),
+                )
+                if vectors is not None and model is not None:
+                    _insert_vectors(conn, chunk_id, user_id, model, vectors[ordinal])
+            conn.execute("UPDATE turns SET indexed_at = ? WHERE id = ?", (now(), turn_id))
+        return True
+
+    # -- conversations -----------------------------------------------------
+
+    def list_conversations(self, user_id: str) -> list[Conversation]:
+        rows = self.db.connect().execute(
+            "SELECT t.conversation_id, count(*) AS n, min(t.at) AS first, max(t.at) AS last"
+            " FROM turns t" + _VISIBLE + " WHERE t.user_id = ?"
+            " GROUP BY t.conversation_id ORDER BY last DESC, t.conversation_id",
+            (user_id,),
+        )
+        return [
+            Conversation(
+                r["conversation_id"],
+                r["n"],
+                datetime.fromisoformat(r["first"]),
+                datetime.fromisoformat(r["last"]),
+            )
+            for r in rows
+        ]
+
+    def conversation_turns(self, user_id: str, conversation_id: str) -> list[Turn]:
+        rows = self.db.connect().execute(
+            "SELECT t.* FROM turns t" + _VISIBLE + " WHERE t.user_id = ? AND t.conversation_id = ?"
+            " ORDER BY t.seq",
+            (user_id, conversation_id),
+        )
+        return [_turn(r) for r in rows]
+
+    def delete_conversation(self, user_id: str, conversation_id: str) -> bool:
+        """Hide the conversation from search at once and queue its purge."""
+        with self.db.write() as conn:
+            cur = conn.execute(
+                "UPDATE conversations SET deleted_at = ? WHERE user_id = ? AND id = ?"
+                " AND deleted_at IS NULL",
+                (now(), user_id, conversation_id),
+            )
+            if cur.rowcount == 0:
+                return False
+            _bump(conn, user_id)
+            jobs.enqueue(conn, "purge_conversation", user_id, {"conversation_id": conversation_id})
+        return True
+
+    def purge_conversation(self, job: Job, worker: str, conversation_id: str) -> bool:
+        """Physically delete a deleted conversation: turns, chunks, index
+        entries and vectors, then compact the keyword index so no trace of
+        its words is left in the file."""
+        user_id = job.user_id
+        with self.db.write() as conn:
+            if not jobs.finish(conn, job, worker):
+                return False
+            deleted = conn.execute(
+                "SELECT deleted_at FROM conversations WHERE user_id = ? AND id = ?",
+                (user_id, conversation_id),
+            ).fetchone()
+            if deleted is None or deleted["deleted_at"] is None:
+                return True
+            owner = owner_token(user_id)
+            chunks = conn.execute(
+                "SELECT c.id, c.text FROM chunks c JOIN turns t ON t.id = c.turn_id"
+                " WHERE t.user_id = ? AND t.conversation_id = ?",
+                (user_id, conversation_id),
+            ).fetchall()
+            for chunk in chunks:
+                conn.execute(
+                    "INSERT INTO chunk_fts (chunk_fts, rowid, owner, body)"
+                    " VALUES ('delete', ?, ?, ?)",
+                    (chunk["id"], owner, keywords.document(chunk["text"])),
+                )
+                conn.execute("DELETE FROM vectors WHERE chunk_id = ?", (chunk["id"],))
+                conn.execute("DELETE FROM chunks WHERE id = ?", (chunk["id"],))
+            conn.execute(
+                "DELETE FROM turns WHERE user_id = ? AND conversation_id = ?",
+                (user_id, conversation_id),
+            )
+            conn.execute(
+                "DELETE FROM conversations WHERE user_id = ? AND id = ?",
+                (user_id, conversation_id),
+            )
+            _bump(conn, user_id)
+        with self.db.write() as conn:
+            conn.execute("INSERT INTO chunk_fts (chunk_fts) VALUES ('optimize')")
+        return True
+
+    # -- search ------------------------------------------------------------
+
+    def keyword_search(self, user_id: str, text: str, limit: int) -> list[tuple[int, int, float]]:
+        """Chunks matching any word of ``text``: (chunk, turn, BM25 score)."""
+        match = keywords.query(text)
+        if match is None:
+            return []
+        expression = f'owner : "{owner_token(user_id)}" AND body : ({match})'
+        rows = self.db.connect().execute(
+            "SELECT c.id, c.turn_id, -bm25(chunk_fts, 0.0, 1.0) AS score FROM chunk_fts"
+            " JOIN chunks c ON c.id = chunk_fts.rowid JOIN turns t ON t.id = c.turn_id"
+            + _VISIBLE
+            + " WHERE chunk_fts MATCH ? AND c.user_id = ? ORDER BY bm25(chunk_fts, 0.0, 1.0)"
+            " LIMIT ?",
+            (expression, user_id, limit),
+        )
+        return [(r[0], r[1], float(r[2])) for r in rows]
+
+    def semantic(self, user_id: str, model: str, query: npt.NDArray[np.float32]) -> Scorer:
+        """Exact cosine similarity of ``query`` to every chunk of the user."""
+        return self.vectors.scorer(user_id, model, query)
+
+    def turn_context(
+        self, user_id: str, turn_ids: Sequence[int]
+    ) -> tuple[dict[int, list[int]], dict[int, int]]:
+        """For each turn, the turns before and after it in its conversation,
+        and every chunk of those turns mapped to its turn."""
+        if not turn_ids:
+            return {}, {}
+        conn = self.db.connect()
+        neighbors: dict[int, list[int]] = defaultdict(list)
+        ids = list(turn_ids)
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            rows = conn.execute(
+                "SELECT t.id, n.id FROM turns t JOIN turns n ON n.user_id = t.user_id"
+                " AND n.conversation_id = t.conversation_id AND n.seq IN (t.seq - 1, t.seq + 1)"
+                f" WHERE t.user_id = ? AND t.id IN ({_placeholders(len(part))})",
+                (user_id, *part),
+            )
+            for turn_id, neighbor in rows:
+                neighbors[turn_id].append(neighbor)
+        wanted = sorted(set(ids) | {n for ns in neighbors.values() for n in ns})
+        chunk_turn: dict[int, int] = {}
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            rows = conn.execute(
+                "SELECT c.id, c.turn_id FROM chunks c JOIN turns t ON t.id = c.turn_id"
+                + _VISIBLE
+                + f" WHERE c.user_id = ? AND c.turn_id IN ({_placeholders(len(part))})",
+                (user_id, *part),
+            )
+            chunk_turn.update((r[0], r[1]) for r in rows)
+        return dict(neighbors), chunk_turn
+
+    def chunk_hits(
+        self, user_id: str, chunk_ids: Sequence[int]
+    ) -> dict[int, tuple[int, str, datetime, str]]:
+        """(turn, conversation, time, text) of each visible chunk."""
+        if not chunk_ids:
+            return {}
+        rows = self.db.connect().execute(
+            "SELECT c.id, t.id, t.conversation_id, t.at, c.text FROM chunks c"
+            " JOIN turns t ON t.id = c.turn_id"
+            + _VISIBLE
+            + f" WHERE c.user_id = ? AND c.id IN ({_placeholders(len(chunk_ids))})",
+            (user_id, *chunk_ids),
+        )
+        return {r[0]: (r[1], r[2], datetime.fromisoformat(r[3]), r[4]) for r in rows}
+
+    # -- embedding models (C8) ---------------------------------------------
+
+    def vector_models(self) -> dict[str, int]:
+        """How many vectors each model made."""
+        rows = self.db.connect().execute("SELECT model, count(*) FROM vectors GROUP BY model")
+        return {model: n for model, n in rows}
+
+    def chunks_missing_vectors(self, model: str, limit: int) -> list[tuple[int, str, str]]:
+        """Chunks with no vector from ``model``: (chunk, user, text)."""
+        rows = self.db.connect().execute(
+            "SELECT c.id, c.user_id, c.text FROM chunks c WHERE NOT EXISTS"
+            " (SELECT 1 FROM vectors v WHERE v.chunk_id = c.id AND v.model = ?)"
+            " ORDER BY c.id LIMIT ?",
+            (model, limit),
+        )
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def count_chunks_missing_vectors(self, model: str) -> tuple[int, int]:
+        """(chunks without a vector from ``model``, all chunks)."""
+        conn = self.db.connect()
+        total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        missing = conn.execute(
+            "SELECT count(*) FROM chunks c WHERE NOT EXISTS"
+            " (SELECT 1 FROM vectors v WHERE v.chunk_id = c.id AND v.model = ?)",
+            (model,),
+        ).fetchone()[0]
+        return missing, total
+
+    def replace_vectors(self, model: str, vectors: dict[int, npt.NDArray[np.float32]]) -> None:
+        """Give chunks new vectors from ``model``, dropping any older ones."""
+        with self.db.write() as conn:
+            users = set()
+            for chunk_id, windows in vectors.items():
+                row = conn.execute(
+                    "SELECT user_id FROM chunks WHERE id = ?", (chunk_id,)
+                ).fetchone()
+                if row is None:
+                    continue
+                conn.execute("DELETE FROM vectors WHERE chunk_id = ?", (chunk_id,))
+                _insert_vectors(conn, chunk_id, row["user_id"], model, windows)
+                users.add(row["user_id"])
+            for user_id in users:
+                _bump(conn, user_id)
+
+
+def _insert_vectors(
+    conn: sqlite3.Connection,
+    chunk_id: int,
+    user_id: str,
+    model: str,
+    windows: npt.NDArray[np.float32],
+) -> None:
+    conn.executemany(
+        "INSERT INTO vectors (chunk_id, user_id, model, part, embedding) VALUES (?, ?, ?, ?, ?)",
+        [
+            (chunk_id, user_id, model, part, np.asarray(w, dtype="<f4").tobytes())
+            for part, w in enumerate(windows)
+        ],
+    )
+
+
+def _bump(conn: sqlite3.Connection, user_id: str) -> None:
+    conn.execute(
+        "INSERT INTO history_state (user_id, removed_gen) VALUES (?, 1)"
+        " ON CONFLICT (user_id) DO UPDATE SET removed_gen = removed_gen + 1",
+        (user_id,),
+    )
