@@ -12,6 +12,7 @@ import pytest
 from memoro.service import Memoro
 from memoro.settings import Settings
 from memoro.store.sqlite import SqliteStore
+from memoro.testing import HashEmbedder
 
 VECTORS = Path(__file__).parent / "vectors" / "block-text.json"
 
@@ -34,5 +35,14 @@ def memoro(store: SqliteStore, tmp_path: Path) -> Iterator[Memoro]:
     """The service on a real store, keyword-only and without a background
     worker; tests about search or the worker make their own."""
     service = Memoro(store, Settings(home=tmp_path), embedder=None, worker=False)
+    yield service
+    service.close()
+
+
+@pytest.fixture
+def history(store: SqliteStore, tmp_path: Path) -> Iterator[Memoro]:
+    """The service with a deterministic fake embedder and no background
+    thread: tests index with ``index_pending()``."""
+    service = Memoro(store, Settings(home=tmp_path), embedder=HashEmbedder(), worker=False)
     yield service
     service.close()

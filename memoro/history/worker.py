@@ -25,7 +25,7 @@ from memoro.store.base import Store
 log = logging.getLogger("memoro.worker")
 
 MAX_ATTEMPTS = 5
-LEASE_SECONDS = 300.0
+LEASE_SECONDS = 60.0
 IDLE_POLL_SECONDS = 1.0
 
 
@@ -37,24 +37,34 @@ def backoff(attempts: int) -> float:
 class Worker:
     """Claims jobs one at a time and runs them."""
 
-    def __init__(self, store: Store, embedder: Embedder | None, name: str | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder | None,
+        name: str | None = None,
+        *,
+        lease_seconds: float = LEASE_SECONDS,
+        retry_after: Callable[[int], float] = backoff,
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.lease_seconds = lease_seconds
+        self.retry_after = retry_after
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def run_once(self) -> bool:
         """Run the next due job; False when there was none."""
-        job = self.store.claim_job(self.name, LEASE_SECONDS)
+        job = self.store.claim_job(self.name, self.lease_seconds)
         if job is None:
             return False
         try:
             self._handle(job)
         except Exception as exc:  # any failure is recorded on the job, never lost
             log.warning("job %s (%s) failed: %s", job.id, job.kind, exc)
-            retry = backoff(job.attempts) if job.attempts < MAX_ATTEMPTS else None
+            retry = self.retry_after(job.attempts) if job.attempts < MAX_ATTEMPTS else None
             self.store.release_job(job, self.name, f"{type(exc).__name__}: {exc}", retry)
         return True
 
@@ -84,6 +94,11 @@ class Worker:
         vectors = self.embedder.embed_documents(chunks) if self.embedder and chunks else None
         model = self.embedder.model_id if self.embedder else None
         self.store.save_index(job, self.name, turn_id, chunks, vectors, model)
+
+    def run_forever(self) -> None:
+        """Run jobs in this thread until ``stop`` is called."""
+        self._stop.clear()
+        self._loop()
 
     # -- as a background thread --------------------------------------------
 

@@ -224,18 +224,22 @@ class History:
     # -- search ------------------------------------------------------------
 
     def keyword_search(self, user_id: str, text: str, limit: int) -> list[tuple[int, int, float]]:
-        """Chunks matching any word of ``text``: (chunk, turn, BM25 score)."""
+        """Chunks matching any word of ``text``: (chunk, turn, BM25 score).
+
+        FTS5 ranks inside the index (ORDER BY rank with LIMIT) before any
+        join, so the cost is that of the matching postings only."""
         match = keywords.query(text)
         if match is None:
             return []
         expression = f'owner : "{owner_token(user_id)}" AND body : ({match})'
         rows = self.db.connect().execute(
-            "SELECT c.id, c.turn_id, -bm25(chunk_fts, 0.0, 1.0) AS score FROM chunk_fts"
-            " JOIN chunks c ON c.id = chunk_fts.rowid JOIN turns t ON t.id = c.turn_id"
+            "SELECT c.id, c.turn_id, m.score FROM"
+            " (SELECT rowid AS id, -rank AS score FROM chunk_fts WHERE chunk_fts MATCH ?"
+            "  ORDER BY rank LIMIT ?) m"
+            " JOIN chunks c ON c.id = m.id JOIN turns t ON t.id = c.turn_id"
             + _VISIBLE
-            + " WHERE chunk_fts MATCH ? AND c.user_id = ? ORDER BY bm25(chunk_fts, 0.0, 1.0)"
-            " LIMIT ?",
-            (expression, user_id, limit),
+            + " WHERE c.user_id = ? ORDER BY m.score DESC",
+            (expression, limit, user_id),
         )
         return [(r[0], r[1], float(r[2])) for r in rows]
 

@@ -39,6 +39,10 @@ CREATE INDEX chunks_user ON chunks (user_id, turn_id);
 CREATE VIRTUAL TABLE chunk_fts USING fts5 (
     owner, body, content = '', tokenize = 'porter unicode61 remove_diacritics 2'
 );
+-- ORDER BY rank: BM25 on the body only.
+INSERT INTO chunk_fts (chunk_fts, rank) VALUES ('rank', 'bm25(0.0, 1.0)');
+-- Document frequency of each term, to skip terms too common to matter.
+CREATE VIRTUAL TABLE chunk_vocab USING fts5vocab (chunk_fts, 'row');
 
 CREATE TABLE vectors (
     id        INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -1,102 +1,21 @@
-"""The ``memoro`` command line: thin commands over the service layer. Global
-options come from the settings table; every error memoro raises on purpose is
-printed as one line on stderr, never as a traceback.
-"""
+"""``memoro memory …``: read, write, edit, clear and audit the block."""
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
 import click
 
 from memoro import block
-from memoro.errors import BlockChanged, MemoroError
+from memoro.cli._app import cli, emit_raw, open_memoro, print_json, read_stdin, user_option
+from memoro.errors import BlockChanged
 from memoro.models import Writer
-from memoro.service import Memoro
-from memoro.settings import SETTINGS, Settings
-from memoro.store.sqlite import SqliteStore
-from memoro.tools import anthropic_tools, openai_tools, render_delete, render_write
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-USER_HELP = "The user whose memory this acts on."
-
-
-def _settings_options(command: F) -> F:
-    for setting in reversed(SETTINGS):
-        command = click.option(
-            setting.option,
-            setting.name,
-            envvar=setting.env,
-            show_envvar=True,
-            default=None,
-            metavar=setting.metavar,
-            help=f"{setting.help}  [default: {setting.default}]",
-        )(command)
-    return command
-
-
-class _Group(click.Group):
-    """Turns memoro's own errors into one-line messages with exit code 1."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except MemoroError as exc:
-            raise click.ClickException(str(exc)) from None
-
-
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@_settings_options
-@click.version_option(package_name="memoro")
-@click.pass_context
-def cli(ctx: click.Context, /, **settings: str | None) -> None:
-    """memoro: a memory layer for LLM chat agents.
-
-    Each user has a personal memory block that goes into the system prompt on
-    every turn. These commands read and edit it, show the prompt, and list the
-    tools a model can call.
-    """
-    ctx.obj = Settings.from_env(overrides=settings)
-
-
-def _open(ctx: click.Context) -> Memoro:
-    settings: Settings = ctx.find_root().obj
-    memoro = Memoro(SqliteStore(settings.database_path), settings, worker=False)
-    ctx.call_on_close(memoro.close)
-    return memoro
-
-
-def _emit_raw(text: str) -> None:
-    """Write ``text`` exactly; a terminal also gets a final newline."""
-    sys.stdout.write(text + ("\n" if text and sys.stdout.isatty() else ""))
-    sys.stdout.flush()
-
-
-def _read_stdin() -> str:
-    data: bytes = sys.stdin.buffer.read()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise click.ClickException(
-            f"standard input is not UTF-8 text (byte {data[exc.start]:#04x} at offset"
-            f" {exc.start}); nothing was saved"
-        ) from None
-
-
-def _print_json(value: object) -> None:
-    click.echo(json.dumps(value, ensure_ascii=False, indent=2))
-
-
-user_option = click.option("--user", "-u", "user", required=True, help=USER_HELP)
+from memoro.tools import render_delete, render_write
 
 
 @cli.group()
@@ -113,9 +32,9 @@ def memory_show(ctx: click.Context, user: str, as_json: bool) -> None:
 
     Nothing else is printed; a user with no block prints nothing.
     """
-    stored = _open(ctx).read_block(user)
+    stored = open_memoro(ctx).read_block(user)
     if as_json:
-        _print_json(
+        print_json(
             {
                 "user": user,
                 "block": stored.text if stored else "",
@@ -127,7 +46,7 @@ def memory_show(ctx: click.Context, user: str, as_json: bool) -> None:
             }
         )
     elif stored:
-        _emit_raw(stored.text)
+        emit_raw(stored.text)
 
 
 @memory.command("set")
@@ -148,11 +67,11 @@ def memory_set(ctx: click.Context, user: str, if_match: str | None, as_json: boo
     """
     if sys.stdin.isatty():
         click.echo("Reading the whole new block from standard input; end with Ctrl-D.", err=True)
-    text = _read_stdin()
-    memoro = _open(ctx)
+    text = read_stdin()
+    memoro = open_memoro(ctx)
     result = memoro.write_block(user, text, writer=Writer.USER, expected_etag=if_match)
     if as_json:
-        _print_json(result.to_json())
+        print_json(result.to_json())
     elif not result.rejected:
         click.echo(render_write(result))
     if result.rejected:
@@ -171,7 +90,7 @@ def memory_edit(ctx: click.Context, user: str) -> None:
     says "Memory was changed elsewhere.", shows what changed, and offers to
     reopen your text; saving that overwrites the other change.
     """
-    memoro = _open(ctx)
+    memoro = open_memoro(ctx)
     stored = memoro.read_block(user)
     start = stored.text if stored else ""
     text = start
@@ -246,7 +165,7 @@ def _run_editor(text: str) -> str:
 @click.pass_context
 def memory_clear(ctx: click.Context, user: str, yes: bool) -> None:
     """Delete the whole block (the row goes; this cannot be undone)."""
-    memoro = _open(ctx)
+    memoro = open_memoro(ctx)
     stored = memoro.read_block(user)
     if stored is None:
         click.echo("There is no personal memory to clear.")
@@ -268,9 +187,9 @@ def memory_clear(ctx: click.Context, user: str, yes: bool) -> None:
 @click.pass_context
 def memory_audit(ctx: click.Context, user: str, limit: int, as_json: bool) -> None:
     """List the recorded writes and deletes, newest first."""
-    entries = _open(ctx).audit(user, limit=limit)
+    entries = open_memoro(ctx).audit(user, limit=limit)
     if as_json:
-        _print_json([entry.to_json() for entry in entries])
+        print_json([entry.to_json() for entry in entries])
         return
     for entry in entries:
         at = entry.at.strftime("%Y-%m-%d %H:%M:%S UTC")
@@ -280,42 +199,3 @@ def memory_audit(ctx: click.Context, user: str, limit: int, as_json: bool) -> No
             click.echo(f"    - {line}")
         for line in entry.added_lines:
             click.echo(f"    + {line}")
-
-
-@cli.command("prompt")
-@user_option
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "openai", "anthropic"]),
-    default="text",
-    show_default=True,
-    help="text: the system prompt itself; openai/anthropic: the JSON those APIs take.",
-)
-@click.option("--instructions", default="", help="Your agent's own stable instructions.")
-@click.pass_context
-def prompt(ctx: click.Context, user: str, fmt: str, instructions: str) -> None:
-    """Print the system prompt exactly as it would be sent this turn."""
-    system = _open(ctx).system_prompt(user, instructions=instructions)
-    if fmt == "text":
-        _emit_raw(system.text)
-    else:
-        _print_json(system.openai() if fmt == "openai" else system.anthropic())
-
-
-@cli.command("tools")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["openai", "anthropic"]),
-    default="openai",
-    show_default=True,
-)
-def tools(fmt: str) -> None:
-    """Print the tool definitions the model is given."""
-    _print_json(openai_tools() if fmt == "openai" else anthropic_tools())
-
-
-def main() -> None:
-    """Entry point of the ``memoro`` console script."""
-    cli(prog_name="memoro")

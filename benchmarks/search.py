@@ -1,0 +1,152 @@
+"""Speed of conversation search and indexing on the embedded default (SQLite).
+
+For one user with 1k, 10k and 100k chunks it prints search latency (median,
+p95; hybrid includes embedding the query with the local model) and peak
+memory; then indexing throughput with the local model on 1,500-character
+turns.
+
+To reach 100k chunks in minutes, the scale part stores random unit vectors
+(made by a stand-in embedder under the local model's id) — it measures
+speed, not relevance; benchmarks/retrieval.py measures relevance. Text is
+drawn from a Zipf-distributed vocabulary, one chunk per turn.
+
+    python benchmarks/search.py [--sizes 1000,10000,100000] [--queries 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import resource
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from memoro import Memoro
+from memoro.history import keywords
+from memoro.history.embed import LocalEmbedder
+
+Floats = np.typing.NDArray[np.float32]
+
+
+class RandomVectors:
+    """Stands in for the local model when filling the database: random unit
+    vectors of the same size, under the same model id."""
+
+    model_id = LocalEmbedder.model_id
+
+    def __init__(self, seed: int = 7) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def embed_documents(self, texts: Sequence[str]) -> list[Floats]:
+        out = []
+        for _ in texts:
+            v = self.rng.standard_normal((1, 384)).astype(np.float32)
+            out.append(v / np.linalg.norm(v))
+        return out
+
+    def embed_query(self, text: str) -> Floats:
+        return self.embed_documents([text])[0][0]
+
+
+def vocabulary(n: int = 30_000) -> tuple[list[str], list[float]]:
+    """Zipf-distributed words whose most frequent ones are English function
+    words, as in real text; the rest are made-up words."""
+    rng = random.Random(1)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = sorted(keywords.STOPWORDS)
+    words += ["".join(rng.choice(letters) for _ in range(rng.randint(3, 10))) for _ in range(n)]
+    weights = [1 / (rank + 1) for rank in range(len(words))]
+    return words, weights
+
+
+def text_of(rng: random.Random, words: list[str], weights: list[float], chars: int) -> str:
+    picked = rng.choices(words, weights, k=chars // 6)
+    return " ".join(picked)[:chars]
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, int(len(ordered) * p) - 1)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--index-turns", type=int, default=60, help="turns for throughput")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+
+    words, weights = vocabulary()
+    rng = random.Random(3)
+    local = LocalEmbedder()
+    local.embed_query("warm up")
+    rows = []
+    with tempfile.TemporaryDirectory() as home:
+        filler = Memoro.open(home, embedder=RandomVectors(), worker=False)
+        searcher = Memoro.open(home, embedder=local, worker=False)
+        filler.store.db.connect().execute("PRAGMA synchronous = OFF")  # type: ignore[attr-defined]
+        have = 0
+        for size in sizes:
+            started = time.perf_counter()
+            for i in range(have, size):
+                filler.record_turn(
+                    "bench", f"c{i // 20}", f"question {i}", text_of(rng, words, weights, 1500)
+                )
+            filler.index_pending()
+            have = size
+            load = time.perf_counter() - started
+            queries = [" ".join(rng.choices(words, weights, k=4)) for _ in range(args.queries)]
+            for mode in ("hybrid", "keyword"):
+                searcher.search("bench", queries[0], limit=10, mode=mode)  # load the vectors
+                times = []
+                for q in queries:
+                    t0 = time.perf_counter()
+                    searcher.search("bench", q, limit=10, mode=mode)
+                    times.append((time.perf_counter() - t0) * 1000)
+                rows.append((size, mode, statistics.median(times), percentile(times, 0.95), load))
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            rows[-1] = (*rows[-1], peak)
+            rows[-2] = (*rows[-2], peak)
+        filler.close()
+        searcher.close()
+
+    with tempfile.TemporaryDirectory() as home:
+        memoro = Memoro.open(home, embedder=local, worker=False)
+        for i in range(args.index_turns):
+            memoro.record_turn(
+                "ann",
+                f"c{i}",
+                "q " + text_of(rng, words, weights, 700),
+                text_of(rng, words, weights, 800),
+            )
+        started = time.perf_counter()
+        memoro.index_pending()
+        elapsed = time.perf_counter() - started
+        memoro.close()
+
+    print("memoro search benchmark — SQLite, one user, one 1,500-character chunk per turn")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, CPython "
+        f"{platform.python_version()}"
+    )
+    print()
+    print("| chunks | mode | median ms | p95 ms | peak RSS MB |")
+    print("|---:|---|---:|---:|---:|")
+    for size, mode, median, p95, _load, peak in rows:
+        print(f"| {size:,} | {mode} | {median:.2f} | {p95:.2f} | {peak:,.0f} |")
+    print()
+    print(
+        f"indexing with the local model: {args.index_turns / elapsed:.1f} turns/s"
+        f" ({args.index_turns} turns of 1,500 characters, {elapsed:.1f} s)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""The past-conversation commands of the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner, Result
+
+from memoro.cli import cli
+
+
+def run(home: Path, *args: str, input: str | None = None, embedder: str = "keyword") -> Result:
+    env = {"MEMORO_HOME": str(home), "MEMORO_EMBEDDER": embedder}
+    return CliRunner().invoke(cli, list(args), input=input, env=env)
+
+
+def test_turn_add_from_flags_and_from_json_then_search(tmp_path: Path) -> None:
+    added = run(tmp_path, "turn", "add", "-u", "ann", "-c", "c1", "-q", "Ticket?", "-a", "QZ-1")
+    assert added.exit_code == 0, added.output
+    stdin = json.dumps(
+        {"question": "Weather in Oslo?", "answer": "Sunny", "at": "2025-05-01T10:00Z"}
+    )
+    assert run(tmp_path, "turn", "add", "-u", "ann", "-c", "c2", input=stdin).exit_code == 0
+    hits = json.loads(run(tmp_path, "search", "-u", "ann", "oslo weather", "--json").stdout)
+    assert [(h["conversation"], h["at"][:10]) for h in hits] == [("c2", "2025-05-01")]
+    text = run(tmp_path, "search", "-u", "ann", "QZ-1").stdout
+    assert "conversation 'c1'" in text and "QZ-1" in text
+
+
+def test_turn_add_rejects_bad_input_with_a_message(tmp_path: Path) -> None:
+    bad_json = run(tmp_path, "turn", "add", "-u", "ann", "-c", "c", input="{not json")
+    assert bad_json.exit_code == 1 and "not JSON" in bad_json.stderr
+    bad_time = run(tmp_path, "turn", "add", "-u", "ann", "-c", "c", "-q", "q", "--at", "May 5")
+    assert bad_time.exit_code == 1 and "ISO 8601" in bad_time.stderr
+    assert "Traceback" not in bad_json.output + bad_time.output
+
+
+def test_import_is_idempotent(tmp_path: Path) -> None:
+    lines = [
+        {"conversation": "a", "question": "favourite food?", "answer": "dumplings", "at": None},
+        {"conversation": "a", "question": "and drink?", "answer": "oolong tea"},
+        {"conversation": "b", "question": "hiking plans", "answer": "Jotunheimen in July"},
+    ]
+    path = tmp_path / "turns.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    first = run(tmp_path, "import", str(path), "-u", "ann")
+    assert first.exit_code == 0 and "Imported 3 new turns" in first.stdout
+    again = run(tmp_path, "import", str(path), "-u", "ann")
+    assert "Imported 0 new turns (3 already there)" in again.stdout
+    listed = json.loads(run(tmp_path, "conversations", "list", "-u", "ann", "--json").stdout)
+    assert sorted((c["id"], c["turns"]) for c in listed) == [("a", 2), ("b", 1)]
+
+
+def test_import_checks_every_line_before_storing_anything(tmp_path: Path) -> None:
+    path = tmp_path / "turns.jsonl"
+    path.write_text(
+        json.dumps({"conversation": "a", "question": "q", "answer": "a"})
+        + "\n"
+        + json.dumps({"conversation": "a", "question": "q"})
+        + "\n"
+    )
+    result = run(tmp_path, "import", str(path), "-u", "ann")
+    assert result.exit_code == 1 and "turns.jsonl:2: missing answer" in result.stderr
+    assert json.loads(run(tmp_path, "conversations", "list", "-u", "ann", "--json").stdout) == []
+
+
+def test_conversations_show_and_delete(tmp_path: Path) -> None:
+    run(tmp_path, "turn", "add", "-u", "ann", "-c", "trip", "-q", "Flights?", "-a", "TAP 9:40")
+    shown = run(tmp_path, "conversations", "show", "-u", "ann", "trip")
+    assert "Q: Flights?" in shown.stdout and "A: TAP 9:40" in shown.stdout
+    assert run(tmp_path, "conversations", "show", "-u", "bob", "trip").exit_code == 1
+    deleted = run(tmp_path, "conversations", "delete", "-u", "ann", "trip", "--yes")
+    assert deleted.exit_code == 0
+    assert json.loads(run(tmp_path, "search", "-u", "ann", "flights", "--json").stdout) == []
+    assert run(tmp_path, "conversations", "list", "-u", "ann").stdout == ""
+
+
+def test_jobs_worker_and_status(tmp_path: Path) -> None:
+    run(tmp_path, "turn", "add", "-u", "ann", "-c", "c", "-q", "q", "-a", "a", "--no-index")
+    listed = json.loads(run(tmp_path, "jobs", "--json").stdout)
+    assert [j["kind"] for j in listed] == ["index_turn"]
+    assert "Ran 1 jobs" in run(tmp_path, "worker", "--once").stdout
+    assert "0 pending, 0 running, 0 failed" in run(tmp_path, "jobs").stdout
+    status = json.loads(run(tmp_path, "status", "--json").stdout)
+    assert status["model"] is None and status["jobs"]["pending"] == 0
+
+
+def test_reindex_after_switching_from_keyword_only_to_the_local_model(tmp_path: Path) -> None:
+    run(tmp_path, "turn", "add", "-u", "ann", "-c", "c", "-q", "my cat Pepper", "-a", "cute")
+    status = json.loads(run(tmp_path, "status", "--json", embedder="local").stdout)
+    assert status["reindex_needed"] and status["chunks_missing_vectors"] == 1
+    done = run(tmp_path, "reindex", embedder="local")
+    assert done.exit_code == 0 and "Embedded 1 chunks" in done.stdout
+    hits = json.loads(
+        run(
+            tmp_path,
+            "search",
+            "-u",
+            "ann",
+            "kitten",
+            "--mode",
+            "semantic",
+            "--json",
+            embedder="local",
+        ).stdout
+    )
+    assert hits and hits[0]["text"].startswith("my cat Pepper")

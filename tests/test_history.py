@@ -1,0 +1,193 @@
+"""Past conversations (C1–C8, T3) through the service, on a real SQLite file
+with a deterministic fake embedder (the real model has its own tests)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memoro.errors import InvalidInput
+from memoro.models import SearchHit
+from memoro.service import Memoro
+
+
+def turn_ids(hits: list[SearchHit]) -> list[int]:
+    return [h.turn_id for h in hits]
+
+
+def test_c1_a_turn_is_stored_before_and_without_indexing(history: Memoro) -> None:
+    recorded = history.record_turn("ann", "c1", "What is my plan?", "The gold plan.")
+    (turn,) = history.conversation_turns("ann", "c1")
+    assert (turn.id, turn.question, turn.answer, turn.indexed) == (
+        recorded.turn_id,
+        "What is my plan?",
+        "The gold plan.",
+        False,
+    )
+    assert history.search("ann", "gold plan") == []
+    assert history.pending_jobs() == 1
+    history.index_pending()
+    assert turn_ids(history.search("ann", "gold plan")) == [recorded.turn_id]
+
+
+def test_c1_turn_time_and_order_are_kept(history: Memoro) -> None:
+    at = datetime(2025, 3, 1, 12, 30, tzinfo=UTC)
+    first = history.record_turn("ann", "c1", "q1", "a1", at=at)
+    second = history.record_turn("ann", "c1", "q2", "a2")
+    turns = history.conversation_turns("ann", "c1")
+    assert [t.seq for t in turns] == [1, 2]
+    assert [t.id for t in turns] == [first.turn_id, second.turn_id]
+    assert turns[0].at == at
+
+
+def test_c2_a_long_turn_becomes_at_most_ten_chunks(history: Memoro) -> None:
+    history.record_turn("ann", "c1", "tell me everything", "word " * 20_000)
+    history.index_pending()
+    rows = history.store.db.connect().execute("SELECT length(text) FROM chunks").fetchall()  # type: ignore[attr-defined]
+    assert len(rows) == 10 and all(n <= 4000 for (n,) in rows)
+
+
+def test_c3_nothing_is_put_into_the_prompt_automatically(history: Memoro) -> None:
+    history.record_turn("ann", "c1", "My cat is called Miso", "Lovely name!")
+    history.index_pending()
+    assert "Miso" not in history.system_prompt("ann").text
+
+
+def test_c4_keyword_only_matches_come_back_in_a_hybrid_search(history: Memoro) -> None:
+    for i in range(30):
+        history.record_turn("ann", f"c{i}", f"tickets and issue trackers {i}", "talk about tickets")
+    target = history.record_turn("ann", "cx", "the failing one is QX-88817-ZZ", "noted")
+    history.index_pending()
+    hits = history.search("ann", "what happened with ticket QX-88817-ZZ", limit=5)
+    assert hits[0].turn_id == target.turn_id
+
+
+def test_c4_one_long_turn_cannot_fill_the_results(history: Memoro) -> None:
+    history.record_turn("ann", "c1", "pasta " * 9_000, "pasta " * 1_000)  # 10 matching chunks
+    others = [history.record_turn("ann", f"c{i}", f"pasta recipe {i}", "ok") for i in range(4)]
+    history.index_pending()
+    hits = history.search("ann", "pasta", limit=5)
+    assert len(hits) == 5 and len(set(turn_ids(hits))) == 5
+    assert {o.turn_id for o in others} <= set(turn_ids(hits))
+
+
+def test_c4_each_hit_carries_conversation_turn_time_text_and_score(history: Memoro) -> None:
+    at = datetime(2025, 1, 2, 3, 4, tzinfo=UTC)
+    recorded = history.record_turn("ann", "trip", "Flights to Lisbon?", "TAP at 9:40.", at=at)
+    history.index_pending()
+    (hit,) = history.search("ann", "Lisbon flights")
+    assert (hit.turn_id, hit.conversation_id, hit.at) == (recorded.turn_id, "trip", at)
+    assert hit.text == "Flights to Lisbon?\n\nTAP at 9:40." and hit.score > 0
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "keyword", "semantic"])
+def test_c5_user1_never_gets_a_chunk_of_user10(history: Memoro, mode: str) -> None:
+    history.record_turn("user1", "c", "my own note about llamas", "fine")
+    history.record_turn("user10", "c", "secret llamas of user10 zq9", "secret answer zq9")
+    history.record_turn("user", "c", "llamas belonging to user", "zq9")
+    history.index_pending()
+    for query in ("llamas", "secret zq9", "user10", "%", "*"):
+        hits = history.search("user1", query, limit=50, mode=mode)
+        assert all(h.conversation_id == "c" and "zq9" not in h.text for h in hits)
+        assert len(hits) <= 1
+    assert [c.turns for c in history.list_conversations("user1")] == [1]
+
+
+def test_c5_the_search_tool_is_scoped_to_the_authenticated_user(history: Memoro) -> None:
+    history.record_turn("bob", "c", "bob's bank PIN hint is kangaroo", "ok")
+    history.index_pending()
+    spoof = history.execute_tool("ann", "conversation_search", {"query": "kangaroo", "user": "bob"})
+    assert spoof.is_error and "kangaroo" not in spoof.text.split("Error:")[0]
+    own = history.execute_tool("ann", "conversation_search", {"query": "kangaroo"})
+    assert "No past conversation matched" in own.text
+    found = history.execute_tool("bob", "conversation_search", {"query": "kangaroo"})
+    assert "bob's bank PIN hint is kangaroo" in found.text
+
+
+def test_c5_no_confirmed_user_runs_nothing_and_returns_empty(history: Memoro) -> None:
+    history.record_turn("ann", "c", "remember the llama", "yes")
+    history.index_pending()
+    assert history.search(None, "llama") == [] and history.search("", "llama") == []
+    result = history.execute_tool(None, "conversation_search", {"query": "llama"})
+    assert not result.is_error and "could not be confirmed" in result.text
+    assert history.execute_tool(None, "memory_write", {"block": "x"}).is_error
+
+
+def test_c6_a_deleted_conversation_is_excluded_at_once(history: Memoro) -> None:
+    history.record_turn("ann", "keep", "ordinary llama talk", "ok")
+    gone = history.record_turn("ann", "gone", "embarrassing llama story", "oops")
+    history.index_pending()
+    assert gone.turn_id in turn_ids(history.search("ann", "llama", mode="semantic"))
+    assert history.delete_conversation("ann", "gone")
+    for mode in ("hybrid", "keyword", "semantic"):
+        assert gone.turn_id not in turn_ids(history.search("ann", "llama story", mode=mode))
+    assert [c.id for c in history.list_conversations("ann")] == ["keep"]
+    assert history.conversation_turns("ann", "gone") == []
+    assert history.pending_jobs() == 1  # the purge has not run yet
+
+
+def test_c6_another_user_cannot_delete_my_conversation(history: Memoro) -> None:
+    history.record_turn("ann", "c1", "q", "a")
+    assert not history.delete_conversation("bob", "c1")
+    assert [c.id for c in history.list_conversations("ann")] == ["c1"]
+
+
+def test_c6_a_deleted_conversation_id_cannot_take_new_turns_until_purged(history: Memoro) -> None:
+    history.record_turn("ann", "c1", "q", "a")
+    history.delete_conversation("ann", "c1")
+    with pytest.raises(InvalidInput, match="deleted"):
+        history.record_turn("ann", "c1", "q2", "a2")
+    history.index_pending()
+    history.record_turn("ann", "c1", "fresh start", "ok")
+    assert [t.question for t in history.conversation_turns("ann", "c1")] == ["fresh start"]
+
+
+def test_c7_every_window_of_a_chunk_is_embedded(history: Memoro) -> None:
+    history.record_turn("ann", "c1", "filler " * 500, "at the very end: bassoon")
+    history.index_pending()
+    n = history.store.db.connect().execute("SELECT count(*) FROM vectors").fetchone()[0]  # type: ignore[attr-defined]
+    assert n == 4  # 3,533 characters in 1,000-character windows
+    (hit,) = history.search("ann", "bassoon", mode="semantic", limit=1)
+    assert hit.text.endswith("bassoon")
+
+
+def test_c8_a_changed_model_is_detected_and_keyword_search_keeps_working(
+    history: Memoro,
+) -> None:
+    from memoro.testing import HashEmbedder
+
+    recorded = history.record_turn("ann", "c1", "the harbour crane project", "ok")
+    history.index_pending()
+    history.embedder = HashEmbedder(model_id="test/other-model", dim=32)
+    status = history.index_status()
+    assert status["reindex_needed"] and status["chunks_missing_vectors"] == 1
+    assert status["vectors_by_model"] == {"test/hash": 1}
+    assert history.search("ann", "harbour crane", mode="semantic") == []
+    assert turn_ids(history.search("ann", "harbour crane")) == [recorded.turn_id]
+    assert history.reindex() == 1
+    assert history.index_status()["vectors_by_model"] == {"test/other-model": 1}
+    assert turn_ids(history.search("ann", "harbour crane", mode="semantic")) == [recorded.turn_id]
+
+
+def test_t3_the_search_tool_checks_its_arguments(history: Memoro) -> None:
+    for arguments in ({}, {"query": ""}, {"query": "x", "limit": 0}, {"query": "x", "limit": "5"}):
+        assert history.execute_tool("ann", "conversation_search", arguments).is_error
+
+
+def test_bad_input_to_record_turn_is_a_clear_error(history: Memoro) -> None:
+    with pytest.raises(InvalidInput):
+        history.record_turn("ann", "", "q", "a")
+    with pytest.raises(InvalidInput):
+        history.record_turn("ann", "c", "", "  ")
+    with pytest.raises(InvalidInput):
+        history.record_turn("ann", "c", "x" * 1_000_001, "")
+    with pytest.raises(InvalidInput):
+        history.search("ann", "q", limit=0)
+
+
+def test_an_import_key_makes_recording_idempotent(history: Memoro) -> None:
+    first = history.record_turn("ann", "c", "q", "a", key="line-1")
+    again = history.record_turn("ann", "c", "q", "a", key="line-1")
+    assert (first.created, again.created, again.turn_id) == (True, False, first.turn_id)
+    assert history.pending_jobs() == 1

@@ -1,0 +1,145 @@
+"""The durable job queue and its worker (C1, C2, C6): nothing pending is
+lost to a crash or restart, failures never block the queue, every turn is
+indexed exactly once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from memoro.history.worker import MAX_ATTEMPTS, Worker
+from memoro.models import JobStatus
+from memoro.service import Memoro
+from memoro.settings import Settings
+from memoro.store.sqlite import SqliteStore
+from memoro.testing import HashEmbedder
+
+
+def _open(path: Path, **kwargs: object) -> Memoro:
+    embedder = kwargs.pop("embedder", HashEmbedder())
+    return Memoro(
+        SqliteStore(path / "memoro.db"),
+        Settings(home=path),
+        embedder=embedder,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def test_pending_work_survives_a_restart(tmp_path: Path) -> None:
+    first = _open(tmp_path, worker=False)
+    recorded = first.record_turn("ann", "c", "remember the pelican", "sure")
+    first.close()
+    second = _open(tmp_path, worker=False)
+    assert second.pending_jobs() == 1
+    assert second.index_pending() == 1
+    assert [h.turn_id for h in second.search("ann", "pelican")] == [recorded.turn_id]
+    second.close()
+
+
+def test_the_background_thread_indexes_without_being_asked(tmp_path: Path) -> None:
+    memoro = _open(tmp_path, worker=True)
+    recorded = memoro.record_turn("ann", "c", "the walrus question", "answered")
+    deadline = time.monotonic() + 20
+    while not memoro.search("ann", "walrus"):
+        assert time.monotonic() < deadline, "the background worker never indexed the turn"
+        time.sleep(0.01)
+    assert memoro.search("ann", "walrus")[0].turn_id == recorded.turn_id
+    memoro.close()
+
+
+def test_a_job_that_keeps_failing_is_set_aside_and_never_blocks_the_queue(
+    tmp_path: Path,
+) -> None:
+    memoro = _open(tmp_path, worker=False, embedder=HashEmbedder(fail_on="POISON"))
+    memoro.worker = Worker(memoro.store, memoro.embedder, retry_after=lambda n: 0.0)
+    bad = memoro.record_turn("ann", "c", "POISON pill", "x")
+    good = [memoro.record_turn("ann", "c", f"healthy turn {i}", "ok") for i in range(3)]
+    memoro.index_pending()
+    (failed,) = memoro.store.list_jobs(JobStatus.FAILED)
+    assert failed.payload == {"turn_id": bad.turn_id} and failed.attempts == MAX_ATTEMPTS
+    assert failed.last_error is not None and "POISON" in failed.last_error
+    assert {h.turn_id for h in memoro.search("ann", "healthy turn", limit=10)} == {
+        g.turn_id for g in good
+    }
+    memoro.worker.embedder = HashEmbedder()
+    assert memoro.store.retry_job(failed.id)
+    memoro.index_pending()
+    assert memoro.store.list_jobs() == []
+    memoro.close()
+
+
+def test_a_failed_attempt_is_retried_later_with_backoff(tmp_path: Path) -> None:
+    memoro = _open(tmp_path, worker=False, embedder=HashEmbedder(fail_on="FLAKY"))
+    memoro.record_turn("ann", "c", "FLAKY once", "x")
+    assert memoro.index_pending() == 1  # one attempt, then it waits
+    (job,) = memoro.store.list_jobs()
+    assert (job.status, job.attempts) == (JobStatus.PENDING, 1)
+    assert job.run_after.timestamp() > time.time()
+    memoro.close()
+
+
+WORKER = """
+import sys
+from memoro.history.worker import Worker
+from memoro.store.sqlite import SqliteStore
+from memoro.testing import HashEmbedder
+worker = Worker(SqliteStore(sys.argv[1]), HashEmbedder(delay=0.02), lease_seconds=1.0)
+worker.run_forever()
+"""
+
+
+def test_a_worker_killed_mid_job_loses_nothing_and_indexes_each_turn_once(
+    tmp_path: Path,
+) -> None:
+    memoro = _open(tmp_path, worker=False)
+    turns = [memoro.record_turn("ann", f"c{i % 7}", f"turn {i} " * 300, "ok") for i in range(60)]
+    db = tmp_path / "memoro.db"
+    with subprocess.Popen([sys.executable, "-c", WORKER, str(db)]) as proc:
+        probe = sqlite3.connect(db, timeout=30)
+        deadline = time.monotonic() + 60
+        while (
+            probe.execute("SELECT count(*) FROM turns WHERE indexed_at IS NOT NULL").fetchone()[0]
+            < 10
+        ):
+            assert time.monotonic() < deadline, "the worker made no progress"
+            time.sleep(0.005)
+        os.kill(proc.pid, signal.SIGKILL)
+    survivor = Worker(memoro.store, memoro.embedder, lease_seconds=1.0)
+    deadline = time.monotonic() + 60
+    while memoro.pending_jobs():
+        assert time.monotonic() < deadline, "a job was lost"
+        survivor.run_until_idle()
+        time.sleep(0.05)  # a dead worker's lease runs out after one second
+    rows = probe.execute("SELECT turn_id, count(*) FROM chunks GROUP BY turn_id").fetchall()
+    assert sorted(rows) == sorted((t.turn_id, 1) for t in turns)
+    assert probe.execute("SELECT count(*) FROM chunk_fts_docsize").fetchone()[0] == 60
+    assert probe.execute("SELECT count(DISTINCT chunk_id) FROM vectors").fetchone()[0] == 60
+    probe.close()
+    memoro.close()
+
+
+def test_after_the_purge_a_deleted_conversation_is_nowhere_in_the_file(tmp_path: Path) -> None:
+    memoro = _open(tmp_path, worker=False)
+    memoro.record_turn("ann", "keep", "ordinary words about the weather", "sunny")
+    for i in range(3):
+        memoro.record_turn(
+            "ann", "gone", f"xylophonequartz{i} confidential", f"zebracanyon{i} private reply"
+        )
+    memoro.index_pending()
+    memoro.store.checkpoint()  # type: ignore[attr-defined]
+    data = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    assert b"xylophonequartz" in data and b"zebracanyon" in data
+
+    memoro.delete_conversation("ann", "gone")
+    memoro.index_pending()  # runs the purge
+    memoro.store.checkpoint()  # type: ignore[attr-defined]
+    memoro.close()
+    data = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    for secret in (b"xylophonequartz", b"zebracanyon", b"confidential", b"private reply"):
+        assert secret not in data, secret
+    assert b"ordinary words about the weather" in data
