@@ -6,6 +6,7 @@ to CLI messages.
     │   ├── InvalidUser     a user id that is empty, too long or has controls
     │   └── UnknownTool     a tool name memoro does not define
     ├── BlockChanged        a precondition (If-Match) no longer holds (M8)
+    ├── Unauthorized        no valid user token or session
     ├── ConfigError         a setting has a value memoro cannot use
     └── StoreError          the database could not do what was asked
         └── MigrationError  the schema is newer than this memoro, or broken
@@ -54,6 +55,12 @@ class BlockChanged(MemoroError):
     def __init__(self, message: str, current: str | None) -> None:
         super().__init__(message)
         self.current = current
+
+
+class Unauthorized(MemoroError):
+    """The request carries no valid, unexpired user token or session."""
+
+    code = "unauthorized"
 
 
 class ConfigError(MemoroError):

@@ -69,6 +69,29 @@ SETTINGS: tuple[Setting, ...] = (
         secret=True,
     ),
     Setting(
+        name="auth",
+        env="MEMORO_AUTH",
+        default="local",
+        help="Who the HTTP user is: local (one local user, no login; loopback only) or"
+        " token (short-lived user tokens signed with MEMORO_SECRET by your application).",
+        choices=("local", "token"),
+    ),
+    Setting(
+        name="secret",
+        env="MEMORO_SECRET",
+        default="",
+        help="Shared secret that signs user tokens (auth token); at least 32 characters.",
+        metavar="SECRET",
+        secret=True,
+    ),
+    Setting(
+        name="local_user",
+        env="MEMORO_LOCAL_USER",
+        default="local",
+        help="The user id of the one user in auth local mode.",
+        metavar="USER",
+    ),
+    Setting(
         name="worker",
         env="MEMORO_WORKER",
         default="thread",
@@ -91,6 +114,9 @@ class Settings:
     embedding_url: str = "https://api.openai.com/v1"
     embedding_model: str = "text-embedding-3-small"
     embedding_key: str = ""
+    auth: str = "local"
+    secret: str = ""
+    local_user: str = "local"
     worker: str = "thread"
 
     @property

@@ -17,11 +17,11 @@ from memoro.settings import SETTINGS
 README = (Path(__file__).parent.parent / "README.md").read_text("utf-8")
 
 
-def _python_block_after(heading: str) -> str:
-    section = README.split(heading, 1)[1]
-    match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match, f"no python example after {heading}"
-    return match.group(1)
+def _python_blocks(heading: str) -> str:
+    section = README.split(heading, 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert blocks, f"no python example after {heading}"
+    return "\n".join(blocks)
 
 
 class _FakeOpenAI:
@@ -50,8 +50,11 @@ def test_the_readme_quickstart_runs_and_writes_the_block(
     client = _FakeOpenAI()
     monkeypatch.setitem(sys.modules, "openai", types.SimpleNamespace(OpenAI=lambda: client))
     namespace: dict[str, Any] = {}
-    exec(_python_block_after("## Python quickstart"), namespace)
-    namespace["memory"].close()
+    exec(_python_blocks("## Python quickstart"), namespace)
+    memory = namespace["memory"]
+    memory.index_pending()
+    assert memory.search("alice", "what name did I ask for?")[0].text.startswith("Call me Al")
+    memory.close()
 
     (request,) = client.requests
     assert request["messages"][0]["role"] == "system"

@@ -52,11 +52,19 @@ class Jobs:
         at = now()
         until = iso(datetime.now(UTC) + timedelta(seconds=lease_seconds))
         with self.db.write() as conn:
-            row = conn.execute(
-                "SELECT id FROM jobs WHERE (status = 'pending' AND run_after <= ?)"
-                " OR (status = 'running' AND locked_until <= ?) ORDER BY id LIMIT 1",
-                (at, at),
-            ).fetchone()
+            # two index-ordered probes instead of one OR, which would sort the queue
+            row = (
+                conn.execute(
+                    "SELECT id FROM jobs WHERE status = 'pending' AND run_after <= ?"
+                    " ORDER BY id LIMIT 1",
+                    (at,),
+                ).fetchone()
+                or conn.execute(
+                    "SELECT id FROM jobs WHERE status = 'running' AND locked_until <= ?"
+                    " ORDER BY id LIMIT 1",
+                    (at,),
+                ).fetchone()
+            )
             if row is None:
                 return None
             claimed = conn.execute(

@@ -76,4 +76,4 @@ CREATE TABLE jobs (
     last_error   TEXT,
     created_at   TEXT NOT NULL
 );
-CREATE INDEX jobs_ready ON jobs (status, run_after);
+CREATE INDEX jobs_ready ON jobs (status, id);

@@ -1,0 +1,93 @@
+"""``memoro serve`` and ``memoro token``: the HTTP server and user tokens."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import click
+
+from memoro.auth import DEFAULT_TTL, Signer
+from memoro.cli._app import cli
+from memoro.service import Memoro
+from memoro.settings import Settings
+from memoro.store.sqlite import SqliteStore
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@cli.command("serve")
+@click.option(
+    "--host",
+    envvar="MEMORO_HOST",
+    default="127.0.0.1",
+    show_default=True,
+    show_envvar=True,
+    help="Address to listen on.",
+)
+@click.option(
+    "--port",
+    envvar="MEMORO_PORT",
+    default=8700,
+    show_default=True,
+    show_envvar=True,
+    type=click.IntRange(0, 65535),
+    help="Port to listen on.",
+)
+@click.pass_context
+def serve(ctx: click.Context, host: str, port: int) -> None:
+    """Serve the HTTP API and the Memory settings page.
+
+    On SQLite under MEMORO_HOME, with the local embedding model and a
+    background worker in this process; no configuration or network needed.
+    """
+    import uvicorn
+
+    from memoro.web.app import create_app
+    from memoro.web.security import AuthConfig
+
+    settings: Settings = ctx.find_root().obj
+    if settings.auth == "local" and not _is_loopback(host):
+        raise click.ClickException(
+            f"auth local serves one user with no login, so it listens on loopback only;"
+            f" set MEMORO_AUTH=token and MEMORO_SECRET to listen on {host}"
+        )
+    auth = AuthConfig.build(settings.auth, settings.secret, settings.local_user)
+    memoro = Memoro(SqliteStore(settings.database_path), settings)
+    app = create_app(memoro, auth)
+    shown = f"[{host}]" if ":" in host else host
+    click.echo(f"memoro is serving {settings.database_path}", err=True)
+    click.echo(f"  Memory settings page: http://{shown}:{port}/memory", err=True)
+    click.echo(f"  API reference:        http://{shown}:{port}/docs", err=True)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning")
+    finally:
+        memoro.close()
+
+
+@cli.group()
+def token() -> None:
+    """User tokens for auth token mode."""
+
+
+@token.command("issue")
+@click.option("--user", "-u", required=True, help="The user the token acts for.")
+@click.option(
+    "--ttl",
+    default=DEFAULT_TTL,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Seconds until it expires.",
+)
+@click.pass_context
+def token_issue(ctx: click.Context, user: str, ttl: int) -> None:
+    """Print a token signed with MEMORO_SECRET (for tests and scripts; your
+    application signs its own the same way)."""
+    settings: Settings = ctx.find_root().obj
+    click.echo(Signer(settings.secret).issue(user, ttl))

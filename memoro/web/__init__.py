@@ -1,0 +1,1 @@
+"""``memoro serve``: the HTTP API, the settings pages and their assets."""

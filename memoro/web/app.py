@@ -1,0 +1,202 @@
+"""The ASGI app of ``memoro serve``: the v1 API, the settings pages, their
+static assets, an offline API reference, and one mapping of memoro's errors
+to HTTP statuses."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from memoro import block
+from memoro.errors import (
+    BlockChanged,
+    ConfigError,
+    InvalidInput,
+    MemoroError,
+    StoreError,
+    Unauthorized,
+    UnknownTool,
+)
+from memoro.service import Memoro
+from memoro.web import api
+from memoro.web.security import (
+    CSP,
+    SESSION_COOKIE,
+    AuthConfig,
+    BodyLimit,
+    Forbidden,
+    current_user,
+)
+
+HERE = Path(__file__).parent
+STATUS = {
+    Forbidden: 403,
+    Unauthorized: 401,
+    BlockChanged: 412,
+    UnknownTool: 404,
+    InvalidInput: 422,
+    ConfigError: 500,
+    StoreError: 503,
+}
+
+
+def _error(code: str, message: str, status: int, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message, **extra}}, status_code=status)
+
+
+def block_rules_js() -> str:
+    """The normalization tables of memoro.block as a JavaScript module, so the
+    page's live counter follows the very same rules as the server (M2)."""
+    tables = {
+        "LIMIT": block.LIMIT,
+        "IGNORABLE": block.IGNORABLE,
+        "VARIATION_SELECTORS": block.VARIATION_SELECTORS,
+        "JOINING_SCRIPTS": block.JOINING_SCRIPTS,
+        "PICTOGRAPHIC": block.PICTOGRAPHIC,
+        "EMOJI_LINKS": block.EMOJI_LINKS,
+        "NEWLINES": sorted(block.NEWLINES),
+        "EDGE_WHITESPACE": sorted(block.EDGE_WHITESPACE),
+        "ZWJ": block.ZWJ,
+        "ZWNJ": block.ZWNJ,
+    }
+    lines = ["// Generated from memoro/block.py; do not edit."]
+    lines += [f"export const {name} = {json.dumps(value)};" for name, value in tables.items()]
+    return "\n".join(lines) + "\n"
+
+
+def create_app(memoro: Memoro, auth: AuthConfig) -> FastAPI:
+    app = FastAPI(
+        title="memoro",
+        version="1",
+        description="A memory layer for LLM chat agents: the personal memory block and"
+        " past conversations of the authenticated user.",
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.memoro = memoro
+    app.state.auth = auth
+    app.add_middleware(BodyLimit)
+    app.include_router(api.router)
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+    rules = block_rules_js()
+
+    @app.exception_handler(MemoroError)
+    def memoro_error(request: Request, exc: MemoroError) -> JSONResponse:
+        status = next((s for cls, s in STATUS.items() if isinstance(exc, cls)), 500)
+        extra = {}
+        if isinstance(exc, BlockChanged):
+            extra["current"] = exc.current or ""
+            extra["etag"] = block.etag(exc.current)
+        return _error(exc.code, str(exc), status, **extra)
+
+    @app.exception_handler(RequestValidationError)
+    def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        return _error("invalid_input", f"{where}: {first.get('msg', 'invalid')}", 422)
+
+    @app.exception_handler(StarletteHTTPException)
+    def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _error("http_error", str(exc.detail), exc.status_code)
+
+    @app.middleware("http")
+    async def headers(request: Request, call_next: Any) -> Response:
+        if request.method in ("POST", "PUT", "PATCH") and request.url.path.startswith("/v1/"):
+            kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+            if kind != "application/json":
+                return _error("unsupported_media_type", "send JSON (application/json)", 415)
+        response: Response = await call_next(request)
+        response.headers["Content-Security-Policy"] = CSP
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        response.headers["X-Frame-Options"] = "DENY"
+        if request.url.path.startswith("/v1/"):
+            response.headers["Cache-Control"] = "no-store"
+        return response
+
+    @app.get("/healthz", include_in_schema=False)
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/static/block-rules.js", include_in_schema=False)
+    def block_rules() -> Response:
+        return Response(rules, media_type="text/javascript")
+
+    def page(request: Request, name: str) -> Response:
+        try:
+            current_user(request)
+        except Unauthorized:
+            return HTMLResponse(_read("login.html"), status_code=401)
+        csrf = auth.local_csrf
+        if auth.mode == "token" and auth.signer is not None:
+            cookie = request.cookies.get(SESSION_COOKIE, "")
+            csrf = auth.signer.verify(cookie, kind="session").csrf or "" if cookie else ""
+        text = _read(name).replace("{{csrf}}", html.escape(csrf, quote=True))
+        return HTMLResponse(text, headers={"Cache-Control": "no-store"})
+
+    @app.get("/", include_in_schema=False)
+    def root() -> RedirectResponse:
+        return RedirectResponse("/memory", status_code=303)
+
+    @app.get("/memory", include_in_schema=False)
+    def memory_page(request: Request) -> Response:
+        return page(request, "memory.html")
+
+    @app.get("/conversations", include_in_schema=False)
+    def conversations_page(request: Request) -> Response:
+        return page(request, "conversations.html")
+
+    @app.get("/login", include_in_schema=False)
+    def login(request: Request, token: str = "") -> Response:
+        """Trade a user token for a session cookie, once."""
+        if auth.mode != "token" or auth.signer is None:
+            return RedirectResponse("/memory", status_code=303)
+        claims = auth.signer.verify(token)
+        session, _ = auth.signer.session(claims.user_id)
+        response = RedirectResponse("/memory", status_code=303)
+        response.set_cookie(
+            SESSION_COOKIE,
+            session,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+            path="/",
+        )
+        return response
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> HTMLResponse:
+        return HTMLResponse(_api_reference(app.openapi()))
+
+    return app
+
+
+def _read(name: str) -> str:
+    return (HERE / "templates" / name).read_text("utf-8")
+
+
+def _api_reference(spec: dict[str, Any]) -> str:
+    """A plain, offline API reference built from the OpenAPI document."""
+    rows = []
+    for path, methods in spec.get("paths", {}).items():
+        for method, op in methods.items():
+            params = ", ".join(p["name"] for p in op.get("parameters", []))
+            rows.append(
+                f"<tr><td><code>{html.escape(method.upper())}</code></td>"
+                f"<td><code>{html.escape(path)}</code></td>"
+                f"<td>{html.escape(op.get('summary', ''))}</td>"
+                f"<td>{html.escape(params)}</td></tr>"
+            )
+    return (
+        _read("docs.html")
+        .replace("{{rows}}", "\n".join(rows))
+        .replace("{{version}}", html.escape(str(spec.get("info", {}).get("version", ""))))
+    )

@@ -1,0 +1,143 @@
+"""Who is asking, for every HTTP request: the local user on loopback, or the
+user of a signed token or session (T4, C5). Also the headers that keep the
+pages inert (CSP) and the request-size limit."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from fastapi import Request
+
+from memoro.auth import Signer
+from memoro.errors import ConfigError, Unauthorized
+
+SESSION_COOKIE = "memoro_session"
+CSRF_HEADER = "x-csrf-token"
+UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
+LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
+MAX_BODY = 4 * 1024 * 1024
+
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:;"
+    " connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self';"
+    " frame-ancestors 'none'"
+)
+
+
+class Forbidden(Unauthorized):
+    """A request from another site, or to a host name that is not ours."""
+
+    code = "forbidden"
+
+
+@dataclass
+class AuthConfig:
+    mode: str
+    local_user: str
+    signer: Signer | None = None
+    # the local page echoes this in a header; cross-site pages cannot read it
+    local_csrf: str = field(default_factory=lambda: secrets.token_urlsafe(24))
+
+    @classmethod
+    def build(cls, mode: str, secret: str, local_user: str) -> AuthConfig:
+        if mode == "token":
+            return cls(mode, local_user, Signer(secret))
+        if mode != "local":
+            raise ConfigError(f"unknown auth mode {mode!r}")
+        return cls(mode, local_user)
+
+
+def _host_name(host: str) -> str:
+    return urlsplit(f"//{host}").hostname or ""
+
+
+def _check_origin(request: Request) -> None:
+    """Unsafe requests from a browser must come from this server's own pages."""
+    if request.method not in UNSAFE:
+        return
+    origin = request.headers.get("origin")
+    if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
+        raise Forbidden("requests from other sites are refused")
+    if request.headers.get("sec-fetch-site") in ("cross-site", "same-site"):
+        raise Forbidden("requests from other sites are refused")
+
+
+def current_user(request: Request) -> str:
+    """The authenticated user of this request, else Unauthorized (401)."""
+    auth: AuthConfig = request.app.state.auth
+    _check_origin(request)
+    if auth.mode == "local":
+        # a DNS-rebinding page reaches us under its own host name: refuse it
+        if _host_name(request.headers.get("host", "")) not in LOOPBACK_HOSTS:
+            raise Forbidden("local mode answers only on localhost")
+        return auth.local_user
+    assert auth.signer is not None
+    header = request.headers.get("authorization", "")
+    if header.lower().startswith("bearer "):
+        return auth.signer.verify(header[7:].strip()).user_id
+    cookie = request.cookies.get(SESSION_COOKIE)
+    if cookie:
+        claims = auth.signer.verify(cookie, kind="session")
+        if request.method in UNSAFE and not secrets.compare_digest(
+            request.headers.get(CSRF_HEADER, ""), claims.csrf or ""
+        ):
+            raise Forbidden("missing or wrong CSRF token")
+        return claims.user_id
+    raise Unauthorized("a user token (Authorization: Bearer …) is required")
+
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class BodyLimit:
+    """Answer 413 to a request body over MAX_BODY bytes, declared or streamed."""
+
+    def __init__(self, app: ASGIApp, limit: int = MAX_BODY) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await _too_large(send)
+            return
+        seen = 0
+
+        async def limited() -> MutableMapping[str, Any]:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await _too_large(send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _too_large(send: Send) -> None:
+    body = b'{"error": {"code": "too_large", "message": "the request body is larger than 4 MiB"}}'
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [(b"content-type", b"application/json"), (b"connection", b"close")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

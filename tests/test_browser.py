@@ -1,0 +1,214 @@
+"""The Memory and Conversations pages in a real browser: Debian's Chromium
+driven by Playwright, against a real server on loopback (S1–S5, M2, C6)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from memoro.service import Memoro
+from memoro.settings import Settings
+from memoro.store.sqlite import SqliteStore
+from memoro.testing import HashEmbedder
+from memoro.web.security import AuthConfig
+from tests.conftest import VECTORS
+from tests.web_server import running
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+USER = "me"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    assert Path(CHROMIUM).exists(), "install Chromium: apt-get install -y chromium"
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[Memoro]:
+    memoro = Memoro(
+        SqliteStore(tmp_path / "memoro.db"),
+        Settings(home=tmp_path),
+        embedder=HashEmbedder(),
+        worker=False,
+    )
+    yield memoro
+    memoro.close()
+
+
+@pytest.fixture
+def url(service: Memoro) -> Iterator[str]:
+    with running(service, AuthConfig.build("local", "", USER)) as base:
+        yield base
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context()
+    opened = context.new_page()
+    yield opened
+    context.close()
+
+
+def open_memory(page: Page, url: str) -> None:
+    page.goto(f"{url}/memory")
+    expect(page.locator("body")).to_have_attribute("data-ready", "true")
+
+
+def test_the_live_count_agrees_with_the_server_on_every_vector(page: Page, url: str) -> None:
+    open_memory(page, url)
+    raw = VECTORS.read_text("utf-8")  # ASCII JSON: lone surrogates stay escaped
+    results = page.evaluate(
+        """raw => JSON.parse(raw).vectors.map(v => [
+            v.name, window.memoroBlock.normalize(v.input), window.memoroBlock.charCount(v.input)])""",
+        raw,
+    )
+    expected = {v["name"]: (v["normalized"], v["count"]) for v in json.loads(raw)["vectors"]}
+    assert len(results) == len(expected) > 60
+    for name, normalized, count in results:
+        assert (normalized, count) == expected[name], name
+
+
+def test_the_counter_shows_the_count_the_server_saves(
+    page: Page, url: str, service: Memoro
+) -> None:
+    open_memory(page, url)
+    text = "  Name: Zoë 👩🏽\u200d💻\r\nTeam:\u200b blue\ufeff\n"
+    page.locator("#block").fill(text)
+    expect(page.locator("#count")).to_have_text("22 / 4,000 characters")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#status")).to_have_text("Saved.")
+    stored = service.read_block(USER)
+    assert stored is not None and stored.count == 22
+    expect(page.locator("#block")).to_have_value(stored.text)
+
+
+def test_save_shows_the_removed_and_added_lines_and_the_audit(
+    page: Page, url: str, service: Memoro
+) -> None:
+    service.write_block(USER, "Name: Ann\nTeam: blue", writer="model")
+    open_memory(page, url)
+    expect(page.locator("#block")).to_have_value("Name: Ann\nTeam: blue")
+    page.locator("#block").fill("Name: Annie\nTeam: blue")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#changes")).to_contain_text("− Name: Ann")
+    expect(page.locator("#changes")).to_contain_text("+ Name: Annie")
+    expect(page.locator("#audit li").first).to_contain_text("You removed 1, added 1 lines")
+    expect(page.locator("#audit")).to_contain_text("The assistant removed 0, added 2 lines")
+    assert service.read_block(USER).text == "Name: Annie\nTeam: blue"  # type: ignore[union-attr]
+
+
+def test_a_change_made_elsewhere_is_caught_and_save_again_overwrites(
+    page: Page, url: str, service: Memoro
+) -> None:
+    service.write_block(USER, "Name: Ann", writer="user")
+    open_memory(page, url)
+    page.locator("#block").fill("Name: Ann\nCity: Oslo")
+    service.write_block(USER, "Name: Ann\nTracker: ann@example.com", writer="model")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#status")).to_contain_text("Memory was changed elsewhere.")
+    expect(page.locator("#block")).to_have_value("Name: Ann\nCity: Oslo")  # edits kept
+    assert service.read_block(USER).text == "Name: Ann\nTracker: ann@example.com"  # type: ignore[union-attr]
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#status")).to_have_text("Saved.")
+    assert service.read_block(USER).text == "Name: Ann\nCity: Oslo"  # type: ignore[union-attr]
+
+
+def test_load_server_copy_discards_the_edits(page: Page, url: str, service: Memoro) -> None:
+    service.write_block(USER, "original", writer="user")
+    open_memory(page, url)
+    page.locator("#block").fill("my edit")
+    service.write_block(USER, "changed by the assistant", writer="model")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#status")).to_contain_text("Memory was changed elsewhere.")
+    page.get_by_role("button", name="Load server copy").click()
+    expect(page.locator("#block")).to_have_value("changed by the assistant")
+    expect(page.get_by_role("button", name="Load server copy")).to_be_hidden()
+    assert service.read_block(USER).text == "changed by the assistant"  # type: ignore[union-attr]
+
+
+def test_saving_an_empty_box_does_not_save_and_points_to_clear_all(
+    page: Page, url: str, service: Memoro
+) -> None:
+    service.write_block(USER, "keep me", writer="user")
+    open_memory(page, url)
+    page.locator("#block").fill(" \n\u200b ")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#status")).to_contain_text("use Clear all")
+    assert service.read_block(USER).text == "keep me"  # type: ignore[union-attr]
+
+
+def test_clear_all_asks_once_more_then_removes_the_row(
+    page: Page, url: str, service: Memoro
+) -> None:
+    service.write_block(USER, "a\nb", writer="user")
+    open_memory(page, url)
+    page.get_by_role("button", name="Clear all").click()
+    dialog = page.locator("#confirm-clear")
+    expect(dialog).to_be_visible()
+    expect(dialog).to_contain_text("cannot be undone")
+    dialog.get_by_role("button", name="Cancel").click()
+    assert service.read_block(USER) is not None
+    page.get_by_role("button", name="Clear all").click()
+    dialog.get_by_role("button", name="Clear all").click()
+    expect(page.locator("#status")).to_contain_text("Memory cleared.")
+    expect(page.locator("#block")).to_have_value("")
+    assert service.read_block(USER) is None
+
+
+def test_an_xss_payload_in_the_block_is_shown_as_text(
+    page: Page, url: str, service: Memoro
+) -> None:
+    payload = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
+    service.write_block(USER, f"Name: {payload}", writer="model")
+    open_memory(page, url)
+    expect(page.locator("#block")).to_have_value(f"Name: {payload}")
+    expect(page.locator("#audit")).to_contain_text(payload)
+    assert page.evaluate("window.__xss") is None
+    assert page.locator("img").count() == 0
+
+
+def test_a_deleted_conversation_disappears_from_the_page_and_from_search(
+    page: Page, url: str, service: Memoro
+) -> None:
+    service.record_turn(USER, "holiday", "Plan my trip to Kyoto", "Temples first.")
+    service.record_turn(USER, "work", "Quarterly report outline", "Sections A to D.")
+    service.index_pending()
+    page.goto(f"{url}/conversations")
+    expect(page.locator("body")).to_have_attribute("data-ready", "true")
+    row = page.locator("li[data-id='holiday']")
+    row.get_by_role("button", name="Open").click()
+    expect(page.locator("#turn-list")).to_contain_text("Plan my trip to Kyoto")
+    row.get_by_role("button", name="Delete").click()
+    page.locator("#confirm-delete").get_by_role("button", name="Delete").click()
+    expect(page.locator("li[data-id='holiday']")).to_have_count(0)
+    expect(page.locator("li[data-id='work']")).to_have_count(1)
+    assert service.search(USER, "Kyoto trip") == []
+    assert [c.id for c in service.list_conversations(USER)] == ["work"]
+
+
+def test_the_page_is_usable_on_a_phone_sized_screen(browser: Browser, url: str) -> None:
+    context = browser.new_context(viewport={"width": 375, "height": 740})
+    phone = context.new_page()
+    open_memory(phone, url)
+    width = phone.evaluate("document.documentElement.scrollWidth")
+    assert width <= 375
+    expect(phone.get_by_role("button", name="Save")).to_be_visible()
+    context.close()

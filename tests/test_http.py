@@ -1,0 +1,240 @@
+"""The HTTP API over a real socket (uvicorn on loopback): authentication,
+isolation between users, preconditions, limits and error shapes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from memoro.auth import Signer
+from memoro.service import Memoro
+from memoro.settings import Settings
+from memoro.store.sqlite import SqliteStore
+from memoro.testing import HashEmbedder
+from memoro.web.security import AuthConfig
+from tests.web_server import SECRET, running
+
+SIGNER = Signer(SECRET)
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[Memoro]:
+    memoro = Memoro(
+        SqliteStore(tmp_path / "memoro.db"),
+        Settings(home=tmp_path),
+        embedder=HashEmbedder(),
+        worker=False,
+    )
+    yield memoro
+    memoro.close()
+
+
+@pytest.fixture
+def token_server(service: Memoro) -> Iterator[str]:
+    with running(service, AuthConfig.build("token", SECRET, "local")) as url:
+        yield url
+
+
+@pytest.fixture
+def local_server(service: Memoro) -> Iterator[str]:
+    with running(service, AuthConfig.build("local", "", "me")) as url:
+        yield url
+
+
+def client(url: str, user: str | None = None, token: str | None = None) -> httpx.Client:
+    headers = {}
+    if user is not None or token is not None:
+        headers["Authorization"] = f"Bearer {token or SIGNER.issue(user or '')}"
+    return httpx.Client(base_url=url, headers=headers, timeout=10)
+
+
+ENDPOINTS = [
+    ("GET", "/v1/memory", None),
+    ("PUT", "/v1/memory", {"block": "x"}),
+    ("DELETE", "/v1/memory", None),
+    ("GET", "/v1/memory/audit", None),
+    ("GET", "/v1/prompt", None),
+    ("POST", "/v1/turns", {"conversation": "c", "question": "q", "answer": "a"}),
+    ("GET", "/v1/conversations", None),
+    ("GET", "/v1/conversations/c", None),
+    ("DELETE", "/v1/conversations/c", None),
+    ("GET", "/v1/search?q=x", None),
+    ("POST", "/v1/tools/conversation_search", {"arguments": {"query": "x"}}),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body"), ENDPOINTS)
+def test_no_token_is_401_on_every_endpoint(
+    token_server: str, method: str, path: str, body: object
+) -> None:
+    with client(token_server) as http:
+        response = http.request(method, path, json=body)
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "unauthorized"
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        SIGNER.issue("ann", ttl=-5),  # expired
+        Signer("another-secret-that-is-long-enough-012345").issue("ann"),  # forged
+        SIGNER.issue("ann")[:-3] + "AAA",  # tampered signature
+        "v1.e30.AAAA",
+        "not a token",
+    ],
+    ids=["expired", "forged", "tampered", "empty-claims", "garbage"],
+)
+def test_expired_forged_and_malformed_tokens_are_401(token_server: str, token: str) -> None:
+    with client(token_server, token=token) as http:
+        assert http.get("/v1/memory").status_code == 401
+
+
+def test_a_session_token_is_not_accepted_as_a_bearer_token(token_server: str) -> None:
+    session, _ = SIGNER.session("ann")
+    with client(token_server, token=session) as http:
+        assert http.get("/v1/memory").status_code == 401
+
+
+def test_user_a_never_reads_writes_searches_or_deletes_b_data(
+    token_server: str, service: Memoro
+) -> None:
+    with client(token_server, "bob") as bob:
+        assert bob.put("/v1/memory", json={"block": "Bob's secret block"}).status_code == 200
+        bob.post("/v1/turns", json={"conversation": "bc", "question": "bob secret", "answer": "z"})
+    service.index_pending()
+    with client(token_server, "ann") as ann:
+        assert ann.get("/v1/memory").json()["block"] == ""
+        assert ann.get("/v1/memory/audit").json() == []
+        assert "Bob's secret" not in ann.get("/v1/prompt").json()["text"]
+        assert ann.get("/v1/conversations").json() == []
+        assert ann.get("/v1/conversations/bc").status_code == 404
+        assert ann.delete("/v1/conversations/bc").status_code == 404
+        assert ann.get("/v1/search", params={"q": "bob secret"}).json() == []
+        spoof = ann.post(
+            "/v1/tools/conversation_search", json={"arguments": {"query": "secret", "user": "bob"}}
+        ).json()
+        assert spoof["is_error"] and "Bob" not in spoof["text"]
+        assert ann.put("/v1/memory?user=bob", json={"block": "ann's"}).status_code == 200
+        assert ann.delete("/v1/memory").json()["deleted"] is True
+    assert service.read_block("bob").text == "Bob's secret block"  # type: ignore[union-attr]
+    assert [c.id for c in service.list_conversations("bob")] == ["bc"]
+
+
+def test_a_stale_if_match_is_412_and_changes_nothing(token_server: str) -> None:
+    with client(token_server, "ann") as http:
+        first = http.put("/v1/memory", json={"block": "v1"})
+        etag = first.headers["ETag"]
+        assert http.put("/v1/memory", json={"block": "v2"}).status_code == 200
+        stale = http.put("/v1/memory", json={"block": "v3"}, headers={"If-Match": etag})
+        assert stale.status_code == 412
+        assert stale.json()["error"] == {
+            "code": "block_changed",
+            "message": "Memory was changed elsewhere.",
+            "current": "v2",
+            "etag": http.get("/v1/memory").json()["etag"],
+        }
+        fresh = http.get("/v1/memory").headers["ETag"]
+        assert http.put("/v1/memory", json={"block": "v3"}, headers={"If-Match": fresh}).is_success
+        assert http.get("/v1/memory").json()["block"] == "v3"
+
+
+def test_without_if_match_the_later_save_wins(token_server: str) -> None:
+    with client(token_server, "ann") as http:
+        http.put("/v1/memory", json={"block": "first"})
+        http.put("/v1/memory", json={"block": "second"})
+        assert http.get("/v1/memory").json()["block"] == "second"
+
+
+def test_rejected_writes_are_422_with_the_reason(token_server: str) -> None:
+    with client(token_server, "ann") as http:
+        too_long = http.put("/v1/memory", json={"block": "x" * 4001})
+        assert too_long.status_code == 422 and too_long.json()["over_by"] == 1
+        empty = http.put("/v1/memory", json={"block": "  \u200b "})
+        assert empty.status_code == 422 and empty.json()["outcome"] == "empty"
+
+
+def test_an_oversized_body_is_413(token_server: str) -> None:
+    with client(token_server, "ann") as http:
+        big = json.dumps({"conversation": "c", "question": "x" * (5 * 1024 * 1024), "answer": ""})
+        response = http.post("/v1/turns", content=big, headers={"Content-Type": "application/json"})
+    assert response.status_code == 413 and response.json()["error"]["code"] == "too_large"
+
+
+def test_a_body_that_is_not_json_is_refused(token_server: str) -> None:
+    with client(token_server, "ann") as http:
+        response = http.put("/v1/memory", content="block=x", headers={"Content-Type": "text/plain"})
+    assert response.status_code == 415
+
+
+def test_invalid_input_is_a_json_error_with_a_stable_code(token_server: str) -> None:
+    with client(token_server, "ann") as http:
+        response = http.post("/v1/turns", json={"conversation": "", "question": 1})
+        assert response.status_code == 422
+        assert response.json()["error"]["code"] == "invalid_input"
+        assert http.post("/v1/tools/nope", json={}).status_code == 404
+
+
+def test_turns_are_recorded_searched_and_deleted(token_server: str, service: Memoro) -> None:
+    with client(token_server, "ann") as http:
+        created = http.post(
+            "/v1/turns",
+            json={"conversation": "trip", "question": "Flights to Lisbon?", "answer": "TAP 9:40"},
+        )
+        assert created.status_code == 201
+        service.index_pending()
+        (hit,) = http.get("/v1/search", params={"q": "lisbon flights"}).json()
+        assert (hit["conversation"], hit["turn_id"]) == ("trip", created.json()["turn_id"])
+        assert http.delete("/v1/conversations/trip").status_code == 204
+        assert http.get("/v1/search", params={"q": "lisbon flights"}).json() == []
+
+
+def test_the_prompt_and_tool_calls_over_http(token_server: str) -> None:
+    with client(token_server, "ann") as http:
+        call = http.post("/v1/tools/memory_write", json={"arguments": '{"block": "Name: Ann"}'})
+        assert call.json()["text"].startswith("Saved.")
+        prompt = http.get("/v1/prompt").json()
+        assert prompt["text"].endswith("Personal memory (9/4,000 characters)\nName: Ann")
+        assert prompt["anthropic"][0]["cache_control"] == {"type": "ephemeral"}
+        names = [t["function"]["name"] for t in http.get("/v1/tools").json()]
+        assert "conversation_search" in names
+
+
+def test_a_session_cookie_needs_the_csrf_header_for_writes(token_server: str) -> None:
+    with httpx.Client(base_url=token_server, timeout=10) as browser:
+        login = browser.get("/login", params={"token": SIGNER.issue("ann")})
+        assert login.status_code == 303 and "memoro_session" in browser.cookies
+        page = browser.get("/memory")
+        csrf = page.text.split('name="csrf-token" content="')[1].split('"')[0]
+        assert browser.get("/v1/memory").status_code == 200
+        assert browser.put("/v1/memory", json={"block": "x"}).status_code == 403
+        ok = browser.put("/v1/memory", json={"block": "x"}, headers={"X-CSRF-Token": csrf})
+        assert ok.status_code == 200
+
+
+def test_a_write_from_another_site_is_refused(local_server: str) -> None:
+    with client(local_server) as http:
+        evil = http.put(
+            "/v1/memory", json={"block": "pwned"}, headers={"Origin": "https://evil.example"}
+        )
+        assert evil.status_code == 403
+        assert http.get("/v1/memory").json()["block"] == ""
+
+
+def test_local_mode_answers_only_to_localhost_names(local_server: str) -> None:
+    with client(local_server) as http:
+        assert http.get("/v1/memory").status_code == 200
+        rebound = http.get("/v1/memory", headers={"Host": "attacker.example:8700"})
+        assert rebound.status_code == 403
+
+
+def test_pages_carry_a_content_security_policy(local_server: str) -> None:
+    with client(local_server) as http:
+        page = http.get("/memory")
+        assert "script-src 'self'" in page.headers["Content-Security-Policy"]
+        assert "<script>" not in page.text  # no inline script
+        assert http.get("/docs").status_code == 200
+        assert http.get("/openapi.json").json()["info"]["title"] == "memoro"
