@@ -5,6 +5,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The browser tests drive Debian's Chromium (never a downloaded browser).
+if ! command -v chromium >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "== installing chromium"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    else
+        echo "The browser tests need Chromium: sudo apt-get install -y chromium" >&2
+        exit 1
+    fi
+fi
+
 if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi

@@ -35,7 +35,10 @@ def search(
     neighbors, chunk_turn = store.turn_context(user_id, sorted(candidates))
     semantic = scorer.scores(chunk_turn) if scorer is not None else {}
     keyword = {chunk: score for chunk, _, score in keyword_hits}
-    ranked = rank(chunk_turn, keyword, semantic, neighbors, candidates, mode)[:limit]
+    ranked = rank(chunk_turn, keyword, semantic, neighbors, candidates, mode)
+    if mode is not Mode.SEMANTIC:
+        ranked = [r for r in ranked if r.score > 0]  # no keyword and no real semantic evidence
+    ranked = ranked[:limit]
     found = store.chunk_hits(user_id, [r.chunk_id for r in ranked])
     hits = []
     for r in ranked:

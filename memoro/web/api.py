@@ -18,7 +18,23 @@ from memoro.service import Memoro
 from memoro.tools import TOOLS, anthropic_tools, openai_tools
 from memoro.web.security import current_user
 
-router = APIRouter(prefix="/v1")
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="A stable, machine-readable code.")
+    message: str = Field(description="What went wrong, for a person.")
+    current: str | None = Field(default=None, description="412: the block as it is now.")
+    etag: str | None = Field(default=None, description="412: the ETag of the current block.")
+
+
+class ErrorOut(BaseModel):
+    error: ErrorDetail
+
+
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    return {code: {"model": ErrorOut} for code in codes}
+
+
+router = APIRouter(prefix="/v1", responses=_errors(400, 401, 403, 413, 415, 422))
 User = Annotated[str, Depends(current_user)]
 
 
@@ -158,7 +174,13 @@ def read_memory(user: User, memoro: Service, response: Response) -> BlockOut:
     "/memory",
     response_model=WriteOut,
     summary="Replace the whole block (writer: user)",
-    responses={412: {"description": "If-Match no longer holds"}, 422: {"description": "Rejected"}},
+    responses={
+        412: {"model": ErrorOut, "description": "If-Match no longer holds"},
+        422: {
+            "model": WriteOut | ErrorOut,
+            "description": "Rejected (too long, empty: a WriteOut) or invalid (an error)",
+        },
+    },
 )
 def write_memory(
     body: BlockIn,
@@ -171,7 +193,12 @@ def write_memory(
     return JSONResponse(result.to_json(), status_code=status, headers={"ETag": f'"{result.etag}"'})
 
 
-@router.delete("/memory", response_model=DeleteOut, summary="Delete everything remembered")
+@router.delete(
+    "/memory",
+    response_model=DeleteOut,
+    summary="Delete everything remembered",
+    responses=_errors(412),
+)
 def delete_memory(
     user: User, memoro: Service, if_match: Annotated[str | None, Header()] = None
 ) -> Any:
@@ -219,7 +246,7 @@ def list_conversations(user: User, memoro: Service) -> Any:
     "/conversations/{conversation_id}",
     response_model=list[TurnRecord],
     summary="A conversation's turns",
-    responses={404: {"description": "No such conversation"}},
+    responses=_errors(404),
 )
 def conversation(conversation_id: str, user: User, memoro: Service) -> Any:
     turns = memoro.conversation_turns(user, conversation_id)
@@ -232,7 +259,7 @@ def conversation(conversation_id: str, user: User, memoro: Service) -> Any:
     "/conversations/{conversation_id}",
     status_code=204,
     summary="Delete a conversation (gone from search at once)",
-    responses={404: {"description": "No such conversation"}},
+    responses=_errors(404),
 )
 def delete_conversation(conversation_id: str, user: User, memoro: Service) -> Response:
     if not memoro.delete_conversation(user, conversation_id):
@@ -260,7 +287,7 @@ def tools(format: Literal["openai", "anthropic"] = "openai") -> list[dict[str, A
     "/tools/{name}",
     response_model=ToolCallOut,
     summary="Run a tool call the model made, for the authenticated user",
-    responses={404: {"description": "No such tool"}},
+    responses=_errors(404),
 )
 def call_tool(name: str, body: ToolCallIn, user: User, memoro: Service) -> Any:
     if name not in TOOLS:

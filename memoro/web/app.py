@@ -85,7 +85,6 @@ def create_app(memoro: Memoro, auth: AuthConfig) -> FastAPI:
     app.state.auth = auth
     app.add_middleware(BodyLimit)
     app.include_router(api.router)
-    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     rules = block_rules_js()
 
     @app.exception_handler(MemoroError)
@@ -105,11 +104,16 @@ def create_app(memoro: Memoro, auth: AuthConfig) -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)
     def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return _error("http_error", str(exc.detail), exc.status_code)
+        response = _error("http_error", str(exc.detail), exc.status_code)
+        response.headers.update(exc.headers or {})  # e.g. Allow on a 405
+        return response
 
     @app.middleware("http")
     async def headers(request: Request, call_next: Any) -> Response:
-        if request.method in ("POST", "PUT", "PATCH") and request.url.path.startswith("/v1/"):
+        has_body = request.headers.get("content-length", "0") != "0" or (
+            "transfer-encoding" in request.headers
+        )
+        if has_body and request.url.path.startswith("/v1/"):
             kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
             if kind != "application/json":
                 return _error("unsupported_media_type", "send JSON (application/json)", 415)
@@ -176,6 +180,8 @@ def create_app(memoro: Memoro, auth: AuthConfig) -> FastAPI:
     def docs() -> HTMLResponse:
         return HTMLResponse(_api_reference(app.openapi()))
 
+    # mounted last, so /static/block-rules.js above is served by its route
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     return app
 
 

@@ -1,0 +1,186 @@
+"""Load on a running ``memoro serve``-equivalent server over real HTTP.
+
+Starts ``memoro serve`` as its own process on a free loopback port (SQLite,
+local model, background worker, token auth), then drives it from this
+process with N concurrent clients, each a different user doing realistic
+turns: fetch the system prompt, record the finished turn,
+now and then write the block (1 in 10) or search (1 in 5). Prints requests
+per second, p50/p95/p99 per endpoint and the error count, for 1, 8 and 32
+clients.
+
+    python benchmarks/serve.py [--clients 1,8,32] [--seconds 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+
+import httpx
+
+from memoro.auth import Signer
+
+SECRET = "benchmark-secret-0123456789-abcdefghijklmnop"
+WORDS = [
+    "budget",
+    "report",
+    "deploy",
+    "meeting",
+    "tracker",
+    "invoice",
+    "travel",
+    "ticket",
+    "dashboard",
+    "customer",
+    "revenue",
+    "query",
+    "schedule",
+    "release",
+    "incident",
+    "design",
+    "review",
+    "hiring",
+    "roadmap",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def client_loop(
+    url: str,
+    token: str,
+    seed: int,
+    until: float,
+    timings: dict[str, list[float]],
+    errors: list[str],
+) -> None:
+    rng = random.Random(seed)
+    with httpx.Client(
+        base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30
+    ) as http:
+        turn = 0
+        while time.monotonic() < until:
+            turn += 1
+            calls = [("GET /v1/prompt", "GET", "/v1/prompt", None)]
+            words = " ".join(rng.choices(WORDS, k=12))
+            calls.append(
+                (
+                    "POST /v1/turns",
+                    "POST",
+                    "/v1/turns",
+                    {
+                        "conversation": f"c{turn // 8}",
+                        "question": f"Help me with the {words}?",
+                        "answer": f"Here is a plan for the {words}. " * 6,
+                    },
+                )
+            )
+            if rng.random() < 0.1:
+                block = f"Preferred name: User {seed}\nFocus: {rng.choice(WORDS)}"
+                calls.append(("PUT /v1/memory", "PUT", "/v1/memory", {"block": block}))
+            if rng.random() < 0.2:
+                q = " ".join(rng.choices(WORDS, k=3))
+                calls.append(("GET /v1/search", "GET", f"/v1/search?q={q}", None))
+            for name, method, path, body in calls:
+                start = time.perf_counter()
+                try:
+                    response = http.request(method, path, json=body)
+                    ok = response.status_code < 400
+                except httpx.HTTPError as exc:
+                    ok, response = False, None
+                    errors.append(f"{name}: {exc}")
+                timings[name].append(time.perf_counter() - start)
+                if not ok and response is not None:
+                    errors.append(f"{name}: {response.status_code}")
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * p))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", default="1,8,32")
+    parser.add_argument("--seconds", type=float, default=15)
+    args = parser.parse_args()
+
+    signer = Signer(SECRET)
+    with tempfile.TemporaryDirectory() as home:
+        port = free_port()
+        env = {**os.environ, "MEMORO_HOME": home, "MEMORO_AUTH": "token", "MEMORO_SECRET": SECRET}
+        server = subprocess.Popen(
+            [sys.executable, "-m", "memoro", "serve", "--port", str(port)],
+            env=env,
+            stderr=subprocess.DEVNULL,
+        )
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"{url}/healthz", timeout=1)
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise SystemExit("memoro serve did not start") from None
+                time.sleep(0.1)
+        warm = httpx.Client(
+            base_url=url, headers={"Authorization": f"Bearer {signer.issue('warmup')}"}
+        )
+        warm.get("/v1/search", params={"q": "load the model"})
+        print("memoro serve benchmark — SQLite, local model, background worker; token auth")
+        print(
+            f"machine: {platform.machine()}, {os.cpu_count()} cores, CPython "
+            f"{platform.python_version()}; {args.seconds:.0f} s per run"
+        )
+        print()
+        print("| clients | endpoint | requests | req/s | p50 ms | p95 ms | p99 ms | errors |")
+        print("|---:|---|---:|---:|---:|---:|---:|---:|")
+        for n in (int(c) for c in args.clients.split(",")):
+            timings: dict[str, list[float]] = defaultdict(list)
+            errors: list[str] = []
+            until = time.monotonic() + args.seconds
+            threads = [
+                threading.Thread(
+                    target=client_loop,
+                    args=(url, signer.issue(f"user-{n}-{i}"), i, until, timings, errors),
+                )
+                for i in range(n)
+            ]
+            started = time.monotonic()
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            elapsed = time.monotonic() - started
+            total = sum(len(v) for v in timings.values())
+            for name in sorted(timings):
+                ms = [t * 1000 for t in timings[name]]
+                errs = sum(e.startswith(name) for e in errors)
+                print(
+                    f"| {n} | {name} | {len(ms):,} | {len(ms) / elapsed:,.1f} |"
+                    f" {statistics.median(ms):.1f} | {percentile(ms, 0.95):.1f} |"
+                    f" {percentile(ms, 0.99):.1f} | {errs} |"
+                )
+            print(f"| {n} | **all** | {total:,} | {total / elapsed:,.1f} | | | | {len(errors)} |")
+            sys.stdout.flush()
+        server.terminate()
+        server.wait(30)
+
+
+if __name__ == "__main__":
+    main()

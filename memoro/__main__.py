@@ -1,0 +1,5 @@
+"""``python -m memoro`` is the ``memoro`` command."""
+
+from memoro.cli import main
+
+main()
