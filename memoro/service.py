@@ -36,33 +36,32 @@ from memoro.settings import Settings
 from memoro.store.base import Store
 from memoro.tools import ToolResult, execute
 
-MAX_USER_ID = 255
-MAX_CONVERSATION_ID = 255
 MAX_TURN_CHARS = 1_000_000
 MAX_SEARCH_LIMIT = 50
 _DEFAULT: Any = object()
 
 
+MAX_ID = 255
+
+
+def _check_id(value: object, what: str, error: type[InvalidInput]) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise error(f"a {what} id must be a non-empty string")
+    if len(value) > MAX_ID:
+        raise error(f"a {what} id is at most {MAX_ID} characters")
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value):
+        raise error(f"a {what} id cannot contain control characters")
+    return value
+
+
 def check_user(user_id: object) -> str:
     """Return ``user_id`` if it can name a user, else raise InvalidUser."""
-    if not isinstance(user_id, str) or not user_id.strip():
-        raise InvalidUser("a user id must be a non-empty string")
-    if len(user_id) > MAX_USER_ID:
-        raise InvalidUser(f"a user id is at most {MAX_USER_ID} characters")
-    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in user_id):
-        raise InvalidUser("a user id cannot contain control characters")
-    return user_id
+    return _check_id(user_id, "user", InvalidUser)
 
 
 def check_conversation(conversation_id: object) -> str:
     """Return ``conversation_id`` if it can name a conversation."""
-    if not isinstance(conversation_id, str) or not conversation_id.strip():
-        raise InvalidInput("a conversation id must be a non-empty string")
-    if len(conversation_id) > MAX_CONVERSATION_ID:
-        raise InvalidInput(f"a conversation id is at most {MAX_CONVERSATION_ID} characters")
-    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in conversation_id):
-        raise InvalidInput("a conversation id cannot contain control characters")
-    return conversation_id
+    return _check_id(conversation_id, "conversation", InvalidInput)
 
 
 def check_writer(writer: object) -> Writer:

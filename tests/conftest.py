@@ -46,3 +46,16 @@ def history(store: SqliteStore, tmp_path: Path) -> Iterator[Memoro]:
     service = Memoro(store, Settings(home=tmp_path), embedder=HashEmbedder(), worker=False)
     yield service
     service.close()
+
+
+@pytest.fixture
+def web_service(tmp_path: Path) -> Iterator[Memoro]:
+    """The service behind a test server: fake embedder, no worker thread."""
+    service = Memoro(
+        SqliteStore(tmp_path / "memoro.db"),
+        Settings(home=tmp_path),
+        embedder=HashEmbedder(),
+        worker=False,
+    )
+    yield service
+    service.close()

@@ -12,9 +12,6 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from memoro.service import Memoro
-from memoro.settings import Settings
-from memoro.store.sqlite import SqliteStore
-from memoro.testing import HashEmbedder
 from memoro.web.security import AuthConfig
 from tests.conftest import VECTORS
 from tests.web_server import running
@@ -42,15 +39,8 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.fixture
-def service(tmp_path: Path) -> Iterator[Memoro]:
-    memoro = Memoro(
-        SqliteStore(tmp_path / "memoro.db"),
-        Settings(home=tmp_path),
-        embedder=HashEmbedder(),
-        worker=False,
-    )
-    yield memoro
-    memoro.close()
+def service(web_service: Memoro) -> Memoro:
+    return web_service
 
 
 @pytest.fixture

@@ -5,16 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
 from memoro.auth import Signer
 from memoro.service import Memoro
-from memoro.settings import Settings
-from memoro.store.sqlite import SqliteStore
-from memoro.testing import HashEmbedder
 from memoro.web.security import AuthConfig
 from tests.web_server import SECRET, running
 
@@ -22,15 +18,8 @@ SIGNER = Signer(SECRET)
 
 
 @pytest.fixture
-def service(tmp_path: Path) -> Iterator[Memoro]:
-    memoro = Memoro(
-        SqliteStore(tmp_path / "memoro.db"),
-        Settings(home=tmp_path),
-        embedder=HashEmbedder(),
-        worker=False,
-    )
-    yield memoro
-    memoro.close()
+def service(web_service: Memoro) -> Memoro:
+    return web_service
 
 
 @pytest.fixture

