@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 
 from memoro import block
 from memoro.errors import (
@@ -25,6 +28,7 @@ from memoro.errors import (
     Unauthorized,
     UnknownTool,
 )
+from memoro.mcp_server import MemoroMCP
 from memoro.service import Memoro
 from memoro.web import api
 from memoro.web.security import (
@@ -73,7 +77,15 @@ def block_rules_js() -> str:
 
 
 def create_app(memoro: Memoro, auth: AuthConfig) -> FastAPI:
+    mcp_endpoint, mcp_sessions = MemoroMCP(memoro, user_of=current_user).http_endpoint()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with mcp_sessions():
+            yield
+
     app = FastAPI(
+        lifespan=lifespan,
         title="memoro",
         version="1",
         description="A memory layer for LLM chat agents: the personal memory block and"
@@ -179,6 +191,9 @@ def create_app(memoro: Memoro, auth: AuthConfig) -> FastAPI:
     @app.get("/docs", include_in_schema=False)
     def docs() -> HTMLResponse:
         return HTMLResponse(_api_reference(app.openapi()))
+
+    # MCP over streamable HTTP, authenticated like the API (token or local)
+    app.router.routes.append(Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"]))
 
     # mounted last, so /static/block-rules.js above is served by its route
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")

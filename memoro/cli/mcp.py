@@ -1,0 +1,26 @@
+"""``memoro mcp``: an MCP server over stdio for the local user."""
+
+from __future__ import annotations
+
+import click
+
+from memoro.cli._app import cli
+from memoro.service import Memoro
+from memoro.settings import Settings
+from memoro.store.sqlite import SqliteStore
+
+
+@cli.command("mcp")
+@click.option("--user", "-u", default=None, help="The user (default: MEMORO_LOCAL_USER).")
+@click.pass_context
+def mcp(ctx: click.Context, user: str | None) -> None:
+    """Serve memoro's tools, and the block as a resource and a prompt, to an
+    MCP host over stdio. Add to a host as the command `memoro mcp`."""
+    from memoro.mcp_server import MemoroMCP
+
+    settings: Settings = ctx.find_root().obj
+    memoro = Memoro(SqliteStore(settings.database_path), settings)
+    try:
+        MemoroMCP(memoro, user=user or settings.local_user).run("stdio")
+    finally:
+        memoro.close()
