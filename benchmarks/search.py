@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from memoro import Memoro
-from memoro.history import keywords
+from memoro.history import terms
 from memoro.history.embed import LocalEmbedder
 
 Floats = np.typing.NDArray[np.float32]
@@ -59,7 +59,7 @@ def vocabulary(n: int = 30_000) -> tuple[list[str], list[float]]:
     words, as in real text; the rest are made-up words."""
     rng = random.Random(1)
     letters = "abcdefghijklmnopqrstuvwxyz"
-    words = sorted(keywords.STOPWORDS)
+    words = sorted(terms.STOPWORDS)
     words += ["".join(rng.choice(letters) for _ in range(rng.randint(3, 10))) for _ in range(n)]
     weights = [1 / (rank + 1) for rank in range(len(words))]
     return words, weights

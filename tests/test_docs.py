@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import sys
+import time
 import types
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,10 @@ def test_the_readme_quickstart_runs_and_writes_the_block(
     namespace: dict[str, Any] = {}
     exec(_python_blocks("## Python quickstart"), namespace)
     memory = namespace["memory"]
-    memory.index_pending()
+    deadline = time.monotonic() + 30
+    while memory.pending_jobs():  # the background worker indexes the turn
+        assert time.monotonic() < deadline, "the turn was never indexed"
+        time.sleep(0.01)
     assert memory.search("alice", "what name did I ask for?")[0].text.startswith("Call me Al")
     memory.close()
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from memoro.store.sqlite._db import Database
 from memoro.store.sqlite.blocks import Blocks
+from memoro.store.sqlite.bm25 import KeywordIndex
 from memoro.store.sqlite.history import History
 from memoro.store.sqlite.jobs import Jobs
 from memoro.store.sqlite.vectors import VectorCache
@@ -18,6 +19,7 @@ class SqliteStore(Blocks, History, Jobs):
     def __init__(self, path: str | Path) -> None:
         self.db = Database(path)
         self.vectors = VectorCache(self.db)
+        self.keywords = KeywordIndex(self.db)
 
     @property
     def path(self) -> Path:
@@ -29,6 +31,7 @@ class SqliteStore(Blocks, History, Jobs):
 
     def close(self) -> None:
         self.vectors.forget()
+        self.keywords.forget()
         self.db.close()
 
 

@@ -4,9 +4,7 @@ conversations the user deleted (C5, C6)."""
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
-from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -14,21 +12,17 @@ import numpy as np
 import numpy.typing as npt
 
 from memoro.errors import InvalidInput
-from memoro.history import keywords
+from memoro.history import terms
 from memoro.models import Conversation, Job, RecordedTurn, Turn
 from memoro.store.sqlite import jobs
 from memoro.store.sqlite._db import Database, iso, now
+from memoro.store.sqlite.bm25 import KeywordIndex
 from memoro.store.sqlite.vectors import Scorer, VectorCache
 
 _VISIBLE = (
     " JOIN conversations cv ON cv.user_id = t.user_id AND cv.id = t.conversation_id"
     " AND cv.deleted_at IS NULL"
 )
-
-
-def owner_token(user_id: str) -> str:
-    """The token that narrows the keyword index to one user."""
-    return "u" + hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 def _turn(row: sqlite3.Row) -> Turn:
@@ -53,6 +47,7 @@ class History:
 
     db: Database
     vectors: VectorCache
+    keywords: KeywordIndex
 
     # -- recording ---------------------------------------------------------
 
@@ -123,17 +118,14 @@ class History:
             if row is None or row["indexed_at"] is not None:
                 return True  # purged, deleted or already indexed: nothing to add
             user_id = row["user_id"]
-            owner = owner_token(user_id)
             for ordinal, text in enumerate(chunks):
+                found = terms.chunk_terms(text)
                 chunk_id = conn.execute(
-                    "INSERT INTO chunks (turn_id, user_id, ordinal, text) VALUES (?, ?, ?, ?)",
-                    (turn_id, user_id, ordinal, text),
+                    "INSERT INTO chunks (turn_id, user_id, ordinal, text, terms, length)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (turn_id, user_id, ordinal, text, found.pack(), found.length),
                 ).lastrowid
                 assert chunk_id is not None
-                conn.execute(
-                    "INSERT INTO chunk_fts (rowid, owner, body) VALUES (?, ?, ?)",
-                    (chunk_id, owner, keywords.document(text)),
-                )
                 if vectors is not None and model is not None:
                     _insert_vectors(conn, chunk_id, user_id, model, vectors[ordinal])
             conn.execute("UPDATE turns SET indexed_at = ? WHERE id = ?", (now(), turn_id))
@@ -181,9 +173,8 @@ class History:
         return True
 
     def purge_conversation(self, job: Job, worker: str, conversation_id: str) -> bool:
-        """Physically delete a deleted conversation: turns, chunks, index
-        entries and vectors, then compact the keyword index so no trace of
-        its words is left in the file."""
+        """Physically delete a deleted conversation: turns, chunks (with
+        their keyword terms) and vectors; secure_delete overwrites them."""
         user_id = job.user_id
         with self.db.write() as conn:
             if not jobs.finish(conn, job, worker):
@@ -194,18 +185,12 @@ class History:
             ).fetchone()
             if deleted is None or deleted["deleted_at"] is None:
                 return True
-            owner = owner_token(user_id)
             chunks = conn.execute(
-                "SELECT c.id, c.text FROM chunks c JOIN turns t ON t.id = c.turn_id"
+                "SELECT c.id FROM chunks c JOIN turns t ON t.id = c.turn_id"
                 " WHERE t.user_id = ? AND t.conversation_id = ?",
                 (user_id, conversation_id),
             ).fetchall()
             for chunk in chunks:
-                conn.execute(
-                    "INSERT INTO chunk_fts (chunk_fts, rowid, owner, body)"
-                    " VALUES ('delete', ?, ?, ?)",
-                    (chunk["id"], owner, keywords.document(chunk["text"])),
-                )
                 conn.execute("DELETE FROM vectors WHERE chunk_id = ?", (chunk["id"],))
                 conn.execute("DELETE FROM chunks WHERE id = ?", (chunk["id"],))
             conn.execute(
@@ -217,31 +202,13 @@ class History:
                 (user_id, conversation_id),
             )
             _bump(conn, user_id)
-        with self.db.write() as conn:
-            conn.execute("INSERT INTO chunk_fts (chunk_fts) VALUES ('optimize')")
         return True
 
     # -- search ------------------------------------------------------------
 
     def keyword_search(self, user_id: str, text: str, limit: int) -> list[tuple[int, int, float]]:
-        """Chunks matching any word of ``text``: (chunk, turn, BM25 score).
-
-        FTS5 ranks inside the index (ORDER BY rank with LIMIT) before any
-        join, so the cost is that of the matching postings only."""
-        match = keywords.query(text)
-        if match is None:
-            return []
-        expression = f'owner : "{owner_token(user_id)}" AND body : ({match})'
-        rows = self.db.connect().execute(
-            "SELECT c.id, c.turn_id, m.score FROM"
-            " (SELECT rowid AS id, -rank AS score FROM chunk_fts WHERE chunk_fts MATCH ?"
-            "  ORDER BY rank LIMIT ?) m"
-            " JOIN chunks c ON c.id = m.id JOIN turns t ON t.id = c.turn_id"
-            + _VISIBLE
-            + " WHERE c.user_id = ? ORDER BY m.score DESC",
-            (expression, limit, user_id),
-        )
-        return [(r[0], r[1], float(r[2])) for r in rows]
+        """Chunks matching words of ``text``: (chunk, turn, BM25 score)."""
+        return self.keywords.search(user_id, terms.query(text), limit)
 
     def semantic(self, user_id: str, model: str, query: npt.NDArray[np.float32]) -> Scorer:
         """Exact cosine similarity of ``query`` to every chunk of the user."""
@@ -251,34 +218,9 @@ class History:
         self, user_id: str, turn_ids: Sequence[int]
     ) -> tuple[dict[int, list[int]], dict[int, int]]:
         """For each turn, the turns before and after it in its conversation,
-        and every chunk of those turns mapped to its turn."""
-        if not turn_ids:
-            return {}, {}
-        conn = self.db.connect()
-        neighbors: dict[int, list[int]] = defaultdict(list)
-        ids = list(turn_ids)
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
-            rows = conn.execute(
-                "SELECT t.id, n.id FROM turns t JOIN turns n ON n.user_id = t.user_id"
-                " AND n.conversation_id = t.conversation_id AND n.seq IN (t.seq - 1, t.seq + 1)"
-                f" WHERE t.user_id = ? AND t.id IN ({_placeholders(len(part))})",
-                (user_id, *part),
-            )
-            for turn_id, neighbor in rows:
-                neighbors[turn_id].append(neighbor)
-        wanted = sorted(set(ids) | {n for ns in neighbors.values() for n in ns})
-        chunk_turn: dict[int, int] = {}
-        for start in range(0, len(wanted), 500):
-            part = wanted[start : start + 500]
-            rows = conn.execute(
-                "SELECT c.id, c.turn_id FROM chunks c JOIN turns t ON t.id = c.turn_id"
-                + _VISIBLE
-                + f" WHERE c.user_id = ? AND c.turn_id IN ({_placeholders(len(part))})",
-                (user_id, *part),
-            )
-            chunk_turn.update((r[0], r[1]) for r in rows)
-        return dict(neighbors), chunk_turn
+        and every chunk of those turns mapped to its turn (from the keyword
+        index, which holds every visible indexed chunk of the user)."""
+        return self.keywords.context(user_id, list(turn_ids))
 
     def chunk_hits(
         self, user_id: str, chunk_ids: Sequence[int]
@@ -290,7 +232,7 @@ class History:
             "SELECT c.id, t.id, t.conversation_id, t.at, c.text FROM chunks c"
             " JOIN turns t ON t.id = c.turn_id"
             + _VISIBLE
-            + f" WHERE c.user_id = ? AND c.id IN ({_placeholders(len(chunk_ids))})",
+            + f" WHERE +c.user_id = ? AND c.id IN ({_placeholders(len(chunk_ids))})",
             (user_id, *chunk_ids),
         )
         return {r[0]: (r[1], r[2], datetime.fromisoformat(r[3]), r[4]) for r in rows}

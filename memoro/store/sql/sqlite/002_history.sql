@@ -1,5 +1,5 @@
--- Past conversations (C1–C8): conversations, finished turns, their chunks,
--- the keyword index, the vectors, and the durable job queue.
+-- Past conversations (C1–C8): conversations, finished turns, their chunks
+-- with their keyword terms, the vectors, and the durable job queue.
 
 CREATE TABLE conversations (
     user_id    TEXT NOT NULL,
@@ -30,19 +30,11 @@ CREATE TABLE chunks (
     user_id         TEXT NOT NULL,
     ordinal         INTEGER NOT NULL,
     text            TEXT NOT NULL,
+    terms           BLOB NOT NULL,      -- keyword terms and counts (memoro.history.terms)
+    length          INTEGER NOT NULL,   -- how many terms, for BM25
     UNIQUE (turn_id, ordinal)
 );
 CREATE INDEX chunks_user ON chunks (user_id, turn_id);
-
--- Contentless: the index keeps no copy of the text. "owner" holds a token
--- derived from the user id, so a query is narrowed to one user inside FTS.
-CREATE VIRTUAL TABLE chunk_fts USING fts5 (
-    owner, body, content = '', tokenize = 'porter unicode61 remove_diacritics 2'
-);
--- ORDER BY rank: BM25 on the body only.
-INSERT INTO chunk_fts (chunk_fts, rank) VALUES ('rank', 'bm25(0.0, 1.0)');
--- Document frequency of each term, to skip terms too common to matter.
-CREATE VIRTUAL TABLE chunk_vocab USING fts5vocab (chunk_fts, 'row');
 
 CREATE TABLE vectors (
     id        INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -55,8 +47,8 @@ CREATE TABLE vectors (
 CREATE INDEX vectors_user ON vectors (user_id, model, id);
 CREATE INDEX vectors_chunk ON vectors (chunk_id);
 
--- Bumped whenever a user's vectors are removed or hidden, so in-memory
--- copies know to reload.
+-- Bumped whenever a user's chunks or vectors are removed or hidden, so the
+-- in-memory keyword and vector indexes know to reload.
 CREATE TABLE history_state (
     user_id       TEXT PRIMARY KEY,
     removed_gen   INTEGER NOT NULL DEFAULT 0
