@@ -92,6 +92,36 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="USER",
     ),
     Setting(
+        name="llm",
+        env="MEMORO_LLM",
+        default="none",
+        help="The chat model's API for memoro chat: openai (any OpenAI-compatible"
+        " endpoint), anthropic, or none.",
+        choices=("none", "openai", "anthropic"),
+    ),
+    Setting(
+        name="llm_url",
+        env="MEMORO_LLM_URL",
+        default="",
+        help="Base URL of the chat endpoint (e.g. http://localhost:11434/v1 for Ollama);"
+        " empty for the provider's own.",
+        metavar="URL",
+    ),
+    Setting(
+        name="llm_model",
+        env="MEMORO_LLM_MODEL",
+        default="",
+        help="The chat model's name.",
+    ),
+    Setting(
+        name="llm_key",
+        env="MEMORO_LLM_KEY",
+        default="",
+        help="API key for the chat endpoint; prefer the variable.",
+        metavar="KEY",
+        secret=True,
+    ),
+    Setting(
         name="worker",
         env="MEMORO_WORKER",
         default="thread",
@@ -117,6 +147,10 @@ class Settings:
     auth: str = "local"
     secret: str = ""
     local_user: str = "local"
+    llm: str = "none"
+    llm_url: str = ""
+    llm_model: str = ""
+    llm_key: str = ""
     worker: str = "thread"
 
     @property

@@ -1,18 +1,27 @@
 """Fakes shipped with memoro for tests (yours and ours). They stand in for
-models only — never for the database.
+models only — never for the database or the HTTP stack.
 
 ``HashEmbedder`` is a deterministic bag-of-words embedder: texts that share
 words have similar vectors. It cuts texts into windows of ``window_chars``
 characters like a model with a short input would, can be slowed down, and can
 be told to fail on a marker, to exercise the job queue.
+
+``ScriptedLLM`` is a chat model scripted turn by turn (text, tool calls),
+served over real HTTP in the OpenAI-compatible and Anthropic wire formats.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+import threading
 import time
+import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -61,3 +70,222 @@ class HashEmbedder:
 
     def embed_query(self, text: str) -> Floats:
         return self._vector(text)
+
+
+# -- a scripted LLM over real HTTP ---------------------------------------------
+
+
+@dataclass
+class Step:
+    """One model reply: text, and tool calls to make (name, arguments)."""
+
+    text: str = ""
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+
+def say(text: str) -> Step:
+    return Step(text=text)
+
+
+def call(name: str, arguments: dict[str, Any] | None = None, text: str = "") -> Step:
+    return Step(text=text, tool_calls=[(name, arguments or {})])
+
+
+class ScriptedLLM:
+    """A fake chat model served over real HTTP in the OpenAI-compatible
+    (``POST /v1/chat/completions``) and Anthropic (``POST /v1/messages``)
+    wire formats, streaming or not. Each request takes the next scripted
+    step; ``requests`` keeps every request body for assertions.
+
+        with ScriptedLLM([call("memory_write", {"block": "Name: Al"}), say("Done.")]) as llm:
+            OpenAI(base_url=llm.openai_url, api_key="x")...
+    """
+
+    def __init__(self, steps: list[Step] | None = None) -> None:
+        self.steps: list[Step] = list(steps or [])
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    @property
+    def openai_url(self) -> str:
+        return f"{self.url}/v1"
+
+    def script(self, *steps: Step) -> None:
+        with self._lock:
+            self.steps.extend(steps)
+
+    def __enter__(self) -> ScriptedLLM:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _next(self, body: dict[str, Any]) -> Step:
+        with self._lock:
+            self.requests.append(body)
+            if not self.steps:
+                return Step(text="(the script has no more steps)")
+            return self.steps.pop(0)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        llm = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                step = llm._next(body)
+                anthropic = self.path.rstrip("/").endswith("/messages")
+                events = _anthropic_events(step, body) if anthropic else _openai_events(step, body)
+                if body.get("stream"):
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.end_headers()
+                    for name, data in events:
+                        prefix = f"event: {name}\n" if anthropic else ""
+                        self.wfile.write(f"{prefix}data: {data}\n\n".encode())
+                        self.wfile.flush()
+                    if not anthropic:
+                        self.wfile.write(b"data: [DONE]\n\n")
+                    return
+                whole = _anthropic_message(step, body) if anthropic else _openai_message(step, body)
+                payload = json.dumps(whole).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        return Handler
+
+
+def _tool_id(i: int) -> str:
+    return f"call_{uuid.uuid4().hex[:12]}_{i}"
+
+
+def _openai_message(step: Step, body: dict[str, Any]) -> dict[str, Any]:
+    calls = [
+        {"id": _tool_id(i), "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+        for i, (n, a) in enumerate(step.tool_calls)
+    ]
+    message: dict[str, Any] = {"role": "assistant", "content": step.text or None}
+    if calls:
+        message["tool_calls"] = calls
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 0,
+        "model": body.get("model", "fake"),
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}
+        ],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+    }
+
+
+def _openai_events(step: Step, body: dict[str, Any]) -> list[tuple[str, str]]:
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> tuple[str, str]:
+        return "", json.dumps(
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": body.get("model", "fake"),
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
+        )
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    for piece in _pieces(step.text):
+        events.append(chunk({"content": piece}))
+    for i, (name, arguments) in enumerate(step.tool_calls):
+        head = {
+            "index": i,
+            "id": _tool_id(i),
+            "type": "function",
+            "function": {"name": name, "arguments": ""},
+        }
+        events.append(chunk({"tool_calls": [head]}))
+        for piece in _pieces(json.dumps(arguments)):
+            events.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}))
+    events.append(chunk({}, "tool_calls" if step.tool_calls else "stop"))
+    return events
+
+
+def _anthropic_message(step: Step, body: dict[str, Any]) -> dict[str, Any]:
+    content: list[dict[str, Any]] = [{"type": "text", "text": step.text}] if step.text else []
+    content += [
+        {"type": "tool_use", "id": _tool_id(i), "name": n, "input": a}
+        for i, (n, a) in enumerate(step.tool_calls)
+    ]
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "fake"),
+        "content": content,
+        "stop_reason": "tool_use" if step.tool_calls else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 0, "output_tokens": 0},
+    }
+
+
+def _anthropic_events(step: Step, body: dict[str, Any]) -> list[tuple[str, str]]:
+    message = _anthropic_message(step, body)
+    start = {**message, "content": [], "stop_reason": None}
+    events = [("message_start", json.dumps({"type": "message_start", "message": start}))]
+    for index, block in enumerate(message["content"]):
+        first: dict[str, Any]
+        if block["type"] == "text":
+            first = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": p} for p in _pieces(block["text"])]
+        else:
+            first = {**block, "input": {}}
+            deltas = [
+                {"type": "input_json_delta", "partial_json": p}
+                for p in _pieces(json.dumps(block["input"]))
+            ]
+        events.append(
+            (
+                "content_block_start",
+                json.dumps({"type": "content_block_start", "index": index, "content_block": first}),
+            )
+        )
+        for delta in deltas:
+            events.append(
+                (
+                    "content_block_delta",
+                    json.dumps({"type": "content_block_delta", "index": index, "delta": delta}),
+                )
+            )
+        events.append(
+            ("content_block_stop", json.dumps({"type": "content_block_stop", "index": index}))
+        )
+    events.append(
+        (
+            "message_delta",
+            json.dumps(
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                    "usage": {"output_tokens": 1},
+                }
+            ),
+        )
+    )
+    events.append(("message_stop", json.dumps({"type": "message_stop"})))
+    return events
+
+
+def _pieces(text: str, size: int = 12) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]

@@ -4,7 +4,6 @@ and the public API is what __all__ says."""
 from __future__ import annotations
 
 import re
-import sys
 import time
 import types
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 
 import memoro
 from memoro.settings import SETTINGS
+from memoro.testing import ScriptedLLM, call, say
 
 README = (Path(__file__).parent.parent / "README.md").read_text("utf-8")
 
@@ -25,47 +25,35 @@ def _python_blocks(heading: str) -> str:
     return "\n".join(blocks)
 
 
-class _FakeOpenAI:
-    """Stands in for the LLM only: answers with one memory_write call."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.chat = types.SimpleNamespace(completions=types.SimpleNamespace(create=self._create))
-
-    def _create(self, **request: Any) -> Any:
-        self.requests.append(request)
-        call = types.SimpleNamespace(
-            id="call_1",
-            function=types.SimpleNamespace(
-                name="memory_write", arguments='{"block": "Preferred name: Al"}'
-            ),
-        )
-        message = types.SimpleNamespace(role="assistant", content=None, tool_calls=[call])
-        return types.SimpleNamespace(choices=[types.SimpleNamespace(message=message)])
-
-
-def test_the_readme_quickstart_runs_and_writes_the_block(
+def test_the_readme_python_examples_run_against_a_scripted_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The quickstart and the agent example, with the real ``openai`` SDK
+    talking to a scripted model over HTTP."""
     monkeypatch.setenv("MEMORO_HOME", str(tmp_path))
-    client = _FakeOpenAI()
-    monkeypatch.setitem(sys.modules, "openai", types.SimpleNamespace(OpenAI=lambda: client))
-    namespace: dict[str, Any] = {}
-    exec(_python_blocks("## Python quickstart"), namespace)
+    steps = [
+        call("memory_write", {"block": "Preferred name: Al"}),  # the quickstart's one call
+        call("tracker_current_user"),  # the agent example
+        call("memory_write", {"block": "Preferred name: Al\nTracker: al@example.com"}),
+        say("Noted, Al."),
+    ]
+    with ScriptedLLM(steps) as llm:
+        monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        namespace: dict[str, Any] = {}
+        exec(_python_blocks("## Python quickstart"), namespace)
     memory = namespace["memory"]
-    deadline = time.monotonic() + 30
-    while memory.pending_jobs():  # the background worker indexes the turn
-        assert time.monotonic() < deadline, "the turn was never indexed"
-        time.sleep(0.01)
-    assert memory.search("alice", "what name did I ask for?")[0].text.startswith("Call me Al")
-    memory.close()
-
-    (request,) = client.requests
-    assert request["messages"][0]["role"] == "system"
-    assert {t["function"]["name"] for t in request["tools"]} >= {"memory_write"}
+    assert llm.requests[0]["messages"][0]["role"] == "system"
+    assert {t["function"]["name"] for t in llm.requests[0]["tools"]} >= {"memory_write"}
     assert namespace["messages"][-1]["content"].startswith("Saved.")
-    with memoro.Memoro.open(tmp_path) as check:
-        assert check.read_block("alice").text == "Preferred name: Al"  # type: ignore[union-attr]
+    assert memory.read_block("alice").text == "Preferred name: Al\nTracker: al@example.com"
+    deadline = time.monotonic() + 30
+    while memory.pending_jobs():  # the background worker indexes the turns
+        assert time.monotonic() < deadline, "the turns were never indexed"
+        time.sleep(0.01)
+    hits = memory.search("alice", "what name did I ask for?")
+    assert any(h.text.startswith("Call me Al") for h in hits)
+    memory.close()
 
 
 def test_the_readme_documents_every_setting() -> None:

@@ -1,0 +1,145 @@
+"""The turn loop of the reference agent (P1–P5, T1–T4, C1, C3)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from memoro.agent.compaction import compact
+from memoro.agent.providers import Message, OnText, Provider, ToolCall, ToolSpec
+from memoro.service import Memoro
+from memoro.tools import TOOLS
+
+MAX_TOOL_ROUNDS = 8
+CONTEXT_BUDGET_CHARS = 120_000
+
+
+@dataclass(frozen=True)
+class HostTool:
+    """A tool of the host application offered next to memoro's (for example
+    an outside service's current-user lookup, which M11 relies on)."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    run: Callable[[dict[str, Any]], str]
+
+
+@dataclass
+class ToolEvent:
+    name: str
+    arguments: str
+    result: str
+    is_error: bool
+
+
+@dataclass
+class TurnResult:
+    answer: str
+    tools: list[ToolEvent] = field(default_factory=list)
+    stopped: bool = False  # the tool-round bound was hit
+    turn_id: int | None = None
+
+
+class Agent:
+    """One conversation of one authenticated user with a model."""
+
+    def __init__(
+        self,
+        memoro: Memoro,
+        provider: Provider,
+        user_id: str,
+        *,
+        conversation_id: str | None = None,
+        instructions: str = "",
+        host_tools: list[HostTool] | None = None,
+        max_tool_rounds: int = MAX_TOOL_ROUNDS,
+        context_budget_chars: int = CONTEXT_BUDGET_CHARS,
+    ) -> None:
+        self.memoro = memoro
+        self.provider = provider
+        self.user_id = user_id
+        self.conversation_id = conversation_id or f"chat-{uuid.uuid4().hex[:12]}"
+        self.instructions = instructions
+        self.host_tools = {t.name: t for t in host_tools or []}
+        self.max_tool_rounds = max_tool_rounds
+        self.context_budget_chars = context_budget_chars
+        self.history: list[Message] = []
+
+    def tools(self) -> list[ToolSpec]:
+        specs = [ToolSpec(t.name, t.description, t.parameters) for t in TOOLS.values()]
+        return specs + [
+            ToolSpec(t.name, t.description, t.parameters) for t in self.host_tools.values()
+        ]
+
+    def new_conversation(self) -> None:
+        self.conversation_id = f"chat-{uuid.uuid4().hex[:12]}"
+        self.history = []
+
+    def send(
+        self,
+        text: str,
+        on_text: OnText | None = None,
+        on_tool: Callable[[ToolEvent], None] | None = None,
+    ) -> TurnResult:
+        """One turn: the user's message in, the final answer out; the finished
+        turn is recorded for search (C1)."""
+        self.history.append({"role": "user", "content": text})
+        result = TurnResult(answer="")
+        for _ in range(self.max_tool_rounds + 1):
+            system = self.memoro.system_prompt(self.user_id, instructions=self.instructions)
+            messages = compact(self.history, self.context_budget_chars)
+            reply = self.provider.complete(system, messages, self.tools(), on_text)
+            if not reply.tool_calls:
+                result.answer = reply.text
+                self.history.append({"role": "assistant", "content": reply.text})
+                recorded = self.memoro.record_turn(
+                    self.user_id, self.conversation_id, text, reply.text
+                )
+                result.turn_id = recorded.turn_id
+                return result
+            self.history.append(
+                {"role": "assistant", "content": reply.text, "tool_calls": reply.tool_calls}
+            )
+            for tool_call in reply.tool_calls:
+                event = self._run(tool_call)
+                result.tools.append(event)
+                if on_tool is not None:
+                    on_tool(event)
+                self.history.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": tool_call.id,
+                        "content": event.result,
+                        "is_error": event.is_error,
+                    }
+                )
+        result.stopped = True
+        result.answer = (
+            f"(Stopped: the model asked for tools {self.max_tool_rounds} times in a row without"
+            " answering. Ask again, or rephrase.)"
+        )
+        self.history.append({"role": "assistant", "content": result.answer})
+        return result
+
+    def _run(self, tool_call: ToolCall) -> ToolEvent:
+        if tool_call.name in TOOLS:
+            # the user is this agent's authenticated user, never an argument (T4)
+            out = self.memoro.execute_tool(self.user_id, tool_call.name, tool_call.arguments)
+            return ToolEvent(tool_call.name, tool_call.arguments, out.text, out.is_error)
+        host = self.host_tools.get(tool_call.name)
+        if host is None:
+            return ToolEvent(
+                tool_call.name,
+                tool_call.arguments,
+                f"Error: there is no tool named {tool_call.name!r}.",
+                True,
+            )
+        try:
+            arguments = json.loads(tool_call.arguments or "{}", strict=False)
+            return ToolEvent(tool_call.name, tool_call.arguments, host.run(arguments), False)
+        except Exception as exc:  # a host tool's failure goes back to the model as text
+            return ToolEvent(tool_call.name, tool_call.arguments, f"Error: {exc}", True)

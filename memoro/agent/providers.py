@@ -1,0 +1,220 @@
+"""LLM providers for the agent: any OpenAI-compatible chat endpoint (OpenAI,
+vLLM, Ollama, llama.cpp server, LM Studio…) through the ``openai`` SDK, and
+Anthropic through the ``anthropic`` SDK with the cache breakpoint before the
+personal block (P4). Both stream text as it arrives.
+
+Messages are kept in one neutral shape: ``{"role": "user"|"assistant"|"tool",
+"content": str, "tool_calls": [ToolCall], "tool_call_id": str}``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from memoro.errors import ConfigError
+from memoro.prompt import SystemPrompt
+
+Message = dict[str, Any]
+OnText = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # JSON text, as models send it
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class Provider(Protocol):
+    def complete(
+        self,
+        system: SystemPrompt,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        on_text: OnText | None = None,
+    ) -> Reply: ...
+
+
+class OpenAIProvider:
+    """Chat Completions with streaming; the system prompt is one message whose
+    stable part is a byte-identical prefix across turns."""
+
+    def __init__(self, model: str, base_url: str | None = None, api_key: str = "") -> None:
+        try:
+            import openai
+        except ImportError:
+            raise ConfigError("the OpenAI provider needs: pip install 'memoro[chat]'") from None
+        self.model = model
+        self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed")
+
+    def complete(
+        self,
+        system: SystemPrompt,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        on_text: OnText | None = None,
+    ) -> Reply:
+        wire = system.openai() + [_openai_message(m) for m in messages]
+        stream = self.client.chat.completions.create(
+            model=self.model,
+            messages=wire,  # type: ignore[arg-type]
+            tools=[
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    },
+                }
+                for t in tools
+            ],
+            stream=True,
+        )
+        text: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        chunk: Any
+        for chunk in stream:
+            if not chunk.choices:
+                continue
+            delta = chunk.choices[0].delta
+            if delta.content:
+                text.append(delta.content)
+                if on_text is not None:
+                    on_text(delta.content)
+            for part in delta.tool_calls or []:
+                slot = calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
+                slot["id"] = part.id or slot["id"]
+                if part.function is not None:
+                    slot["name"] += part.function.name or ""
+                    slot["arguments"] += part.function.arguments or ""
+        tool_calls = [
+            ToolCall(c["id"], c["name"], c["arguments"]) for _, c in sorted(calls.items())
+        ]
+        return Reply("".join(text), tool_calls)
+
+
+def _openai_message(message: Message) -> dict[str, Any]:
+    if message["role"] == "tool":
+        return {
+            "role": "tool",
+            "tool_call_id": message["tool_call_id"],
+            "content": message["content"],
+        }
+    out: dict[str, Any] = {"role": message["role"], "content": message.get("content") or ""}
+    if message.get("tool_calls"):
+        out["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in message["tool_calls"]
+        ]
+    return out
+
+
+class AnthropicProvider:
+    """The Messages API with streaming; the system prompt is two blocks with a
+    cache breakpoint after the stable one, before the personal block (P4)."""
+
+    def __init__(
+        self, model: str, base_url: str | None = None, api_key: str = "", max_tokens: int = 2048
+    ) -> None:
+        try:
+            import anthropic
+        except ImportError:
+            raise ConfigError("the Anthropic provider needs: pip install 'memoro[chat]'") from None
+        self.model = model
+        self.max_tokens = max_tokens
+        self.client = anthropic.Anthropic(base_url=base_url, api_key=api_key or "not-needed")
+
+    def complete(
+        self,
+        system: SystemPrompt,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        on_text: OnText | None = None,
+    ) -> Reply:
+        with self.client.messages.stream(
+            model=self.model,
+            max_tokens=self.max_tokens,
+            system=system.anthropic(),  # type: ignore[arg-type]
+            messages=_anthropic_messages(messages),  # type: ignore[arg-type]
+            tools=[
+                {"name": t.name, "description": t.description, "input_schema": t.parameters}
+                for t in tools
+            ],
+        ) as stream:
+            for piece in stream.text_stream:
+                if on_text is not None:
+                    on_text(piece)
+            final = stream.get_final_message()
+        text = "".join(b.text for b in final.content if b.type == "text")
+        calls = [
+            ToolCall(b.id, b.name, json.dumps(b.input))
+            for b in final.content
+            if b.type == "tool_use"
+        ]
+        return Reply(text, calls)
+
+
+def _anthropic_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """Tool results go back as user messages of tool_result blocks."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message["role"] == "tool":
+            block = {
+                "type": "tool_result",
+                "tool_use_id": message["tool_call_id"],
+                "content": message["content"],
+                "is_error": message.get("is_error", False),
+            }
+            if out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], list):
+                out[-1]["content"].append(block)
+            else:
+                out.append({"role": "user", "content": [block]})
+            continue
+        if message["role"] == "assistant" and message.get("tool_calls"):
+            blocks: list[dict[str, Any]] = []
+            if message.get("content"):
+                blocks.append({"type": "text", "text": message["content"]})
+            blocks += [
+                {
+                    "type": "tool_use",
+                    "id": c.id,
+                    "name": c.name,
+                    "input": json.loads(c.arguments or "{}", strict=False),
+                }
+                for c in message["tool_calls"]
+            ]
+            out.append({"role": "assistant", "content": blocks})
+            continue
+        out.append({"role": message["role"], "content": message.get("content") or ""})
+    return out
+
+
+def make_provider(kind: str, model: str, url: str = "", key: str = "") -> Provider:
+    """The provider the settings name."""
+    if not model:
+        raise ConfigError("set MEMORO_LLM_MODEL to the model to chat with")
+    if kind == "openai":
+        return OpenAIProvider(model, url or None, key)
+    if kind == "anthropic":
+        return AnthropicProvider(model, url or None, key)
+    raise ConfigError(
+        "no LLM is configured: set MEMORO_LLM=openai (any OpenAI-compatible endpoint,"
+        " with MEMORO_LLM_URL) or MEMORO_LLM=anthropic, and MEMORO_LLM_MODEL"
+    )

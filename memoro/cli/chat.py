@@ -1,0 +1,79 @@
+"""``memoro chat``: an interactive terminal chat with the reference agent."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from memoro.cli._app import cli
+from memoro.service import Memoro
+from memoro.settings import Settings
+from memoro.store.sqlite import SqliteStore
+from memoro.tools import render_search
+
+HELP = "Commands: /memory (show the block), /search QUERY, /new (new conversation), /quit"
+
+
+@cli.command("chat")
+@click.option("--user", "-u", default=None, help="The user (default: MEMORO_LOCAL_USER).")
+@click.pass_context
+def chat(ctx: click.Context, user: str | None) -> None:
+    """Chat with the configured model, with memoro's memory on every turn.
+
+    Needs MEMORO_LLM (openai or anthropic) and MEMORO_LLM_MODEL; exits with
+    status 2 and says what to set when no model is configured.
+    """
+    from memoro.agent import Agent, make_provider
+    from memoro.errors import ConfigError
+
+    settings: Settings = ctx.find_root().obj
+    try:
+        provider = make_provider(
+            settings.llm, settings.llm_model, settings.llm_url, settings.llm_key
+        )
+    except ConfigError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        ctx.exit(2)
+    memoro = Memoro(SqliteStore(settings.database_path), settings)
+    ctx.call_on_close(memoro.close)
+    user = user or settings.local_user
+    agent = Agent(memoro, provider, user)
+    click.echo(f"memoro chat as {user!r} with {settings.llm_model}. {HELP}", err=True)
+    for line in sys.stdin:
+        text = line.strip()
+        if not text:
+            continue
+        if text in ("/quit", "/exit"):
+            break
+        if text == "/memory":
+            stored = memoro.read_block(user)
+            click.echo(stored.text if stored else "(nothing remembered)")
+            continue
+        if text.startswith("/search"):
+            query = text.removeprefix("/search").strip()
+            click.echo(render_search(query, memoro.search(user, query)) if query else HELP)
+            continue
+        if text == "/new":
+            agent.new_conversation()
+            click.echo("(new conversation)", err=True)
+            continue
+        if text.startswith("/"):
+            click.echo(HELP, err=True)
+            continue
+
+        def on_tool(event: object) -> None:
+            name = getattr(event, "name", "")
+            result = str(getattr(event, "result", ""))
+            if name == "memory_write":
+                changed = [ln for ln in result.splitlines() if ln.startswith(("- ", "+ "))]
+                click.secho("\n[memory written] " + " ".join(changed), fg="yellow", err=True)
+            elif name:
+                click.secho(f"\n[{name}]", fg="cyan", err=True)
+
+        result = agent.send(
+            text, on_text=lambda piece: click.echo(piece, nl=False), on_tool=on_tool
+        )
+        if result.stopped:
+            click.echo(result.answer, nl=False)
+        click.echo()

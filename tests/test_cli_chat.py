@@ -1,0 +1,43 @@
+"""memoro chat in the terminal, against the scripted model over real HTTP."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from memoro.cli import cli
+from memoro.service import Memoro
+from memoro.testing import ScriptedLLM, call, say
+
+
+def test_without_a_model_chat_says_what_to_set_and_exits_2(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["chat"], env={"MEMORO_HOME": str(tmp_path)})
+    assert result.exit_code == 2
+    assert "MEMORO_LLM" in result.stderr and "Traceback" not in result.output
+
+
+def test_a_chat_session_writes_memory_and_shows_the_changed_lines(tmp_path: Path) -> None:
+    with ScriptedLLM(
+        [call("memory_write", {"block": "Preferred name: Al"}), say("Noted, Al.")]
+    ) as llm:
+        env = {
+            "MEMORO_HOME": str(tmp_path),
+            "MEMORO_EMBEDDER": "keyword",
+            "MEMORO_LLM": "openai",
+            "MEMORO_LLM_URL": llm.openai_url,
+            "MEMORO_LLM_MODEL": "fake",
+            "MEMORO_LOCAL_USER": "al",
+        }
+        result = CliRunner().invoke(
+            cli, ["chat"], input="Call me Al\n/memory\n/search Al\n/new\n/quit\n", env=env
+        )
+    assert result.exit_code == 0, result.output
+    assert "Noted, Al." in result.stdout
+    assert "[memory written] + Preferred name: Al" in result.stderr
+    assert "Preferred name: Al" in result.stdout  # /memory
+    assert "(new conversation)" in result.stderr
+    with Memoro.open(tmp_path, embedder=None, worker=False) as memoro:
+        assert memoro.read_block("al").text == "Preferred name: Al"  # type: ignore[union-attr]
+        (conversation,) = memoro.list_conversations("al")
+        assert conversation.turns == 1
