@@ -202,3 +202,28 @@ def test_the_page_is_usable_on_a_phone_sized_screen(browser: Browser, url: str) 
     assert width <= 375
     expect(phone.get_by_role("button", name="Save")).to_be_visible()
     context.close()
+
+
+def test_the_chat_page_shows_the_memory_change_as_you_talk(
+    browser: Browser, web_service: Memoro
+) -> None:
+    from memoro.agent import OpenAIProvider
+    from memoro.testing import ScriptedLLM, call, say
+
+    steps = [call("memory_write", {"block": "Preferred name: Al"}), say("Noted, Al.")]
+    with ScriptedLLM(steps) as llm:
+        provider = OpenAIProvider("fake", base_url=llm.openai_url, api_key="x")
+        with running(web_service, AuthConfig.build("local", "", USER), provider) as base:
+            context = browser.new_context()
+            page = context.new_page()
+            page.goto(f"{base}/chat")
+            expect(page.locator("body")).to_have_attribute("data-ready", "true")
+            expect(page.locator("#memory")).to_have_text("(nothing remembered)")
+            page.locator("#message").fill("Call me Al from now on.")
+            page.get_by_role("button", name="Send").click()
+            expect(page.locator("#transcript")).to_contain_text("Noted, Al.")
+            expect(page.locator("#transcript")).to_contain_text("+ Preferred name: Al")
+            expect(page.locator("#memory")).to_have_text("Preferred name: Al")
+            expect(page.locator("#memory-count")).to_have_text("18 / 4,000 characters")
+            context.close()
+    assert web_service.read_block(USER).text == "Preferred name: Al"  # type: ignore[union-attr]

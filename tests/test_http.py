@@ -220,6 +220,12 @@ def test_local_mode_answers_only_to_localhost_names(local_server: str) -> None:
         assert rebound.status_code == 403
 
 
+def test_chat_without_a_model_is_503(local_server: str) -> None:
+    with client(local_server) as http:
+        response = http.post("/v1/chat", json={"message": "hi"})
+    assert response.status_code == 503 and response.json()["error"]["code"] == "no_model"
+
+
 def test_pages_carry_a_content_security_policy(local_server: str) -> None:
     with client(local_server) as http:
         page = http.get("/memory")

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 
 import uvicorn
 
+from memoro.agent import Provider
 from memoro.service import Memoro
 from memoro.web.app import create_app
 from memoro.web.security import AuthConfig
@@ -25,10 +26,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def running(memoro: Memoro, auth: AuthConfig) -> Iterator[str]:
+def running(memoro: Memoro, auth: AuthConfig, provider: Provider | None = None) -> Iterator[str]:
     port = free_port()
     config = uvicorn.Config(
-        create_app(memoro, auth), host="127.0.0.1", port=port, log_level="warning"
+        create_app(memoro, auth, provider), host="127.0.0.1", port=port, log_level="warning"
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

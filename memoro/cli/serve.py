@@ -59,12 +59,21 @@ def serve(ctx: click.Context, host: str, port: int) -> None:
             f" set MEMORO_AUTH=token and MEMORO_SECRET to listen on {host}"
         )
     auth = AuthConfig.build(settings.auth, settings.secret, settings.local_user)
+    provider = None
+    if settings.llm != "none":
+        from memoro.agent import make_provider
+
+        provider = make_provider(
+            settings.llm, settings.llm_model, settings.llm_url, settings.llm_key
+        )
     memoro = Memoro(SqliteStore(settings.database_path), settings)
-    app = create_app(memoro, auth)
+    app = create_app(memoro, auth, provider)
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"memoro is serving {settings.database_path}", err=True)
     click.echo(f"  Memory settings page: http://{shown}:{port}/memory", err=True)
     click.echo(f"  API reference:        http://{shown}:{port}/docs", err=True)
+    if provider is not None:
+        click.echo(f"  Chat page:            http://{shown}:{port}/chat", err=True)
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning")
     finally:

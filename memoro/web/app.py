@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 
 from memoro import block
+from memoro.agent import Provider
 from memoro.errors import (
     BlockChanged,
     ConfigError,
@@ -30,7 +31,8 @@ from memoro.errors import (
 )
 from memoro.mcp_server import MemoroMCP
 from memoro.service import Memoro
-from memoro.web import api
+from memoro.web import api, chat
+from memoro.web.chat import Agents
 from memoro.web.security import (
     CSP,
     SESSION_COOKIE,
@@ -76,7 +78,7 @@ def block_rules_js() -> str:
     return "\n".join(lines) + "\n"
 
 
-def create_app(memoro: Memoro, auth: AuthConfig) -> FastAPI:
+def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = None) -> FastAPI:
     mcp_endpoint, mcp_sessions = MemoroMCP(memoro, user_of=current_user).http_endpoint()
 
     @asynccontextmanager
@@ -95,8 +97,10 @@ def create_app(memoro: Memoro, auth: AuthConfig) -> FastAPI:
     )
     app.state.memoro = memoro
     app.state.auth = auth
+    app.state.agents = Agents(provider) if provider is not None else None
     app.add_middleware(BodyLimit)
     app.include_router(api.router)
+    app.include_router(chat.router, include_in_schema=provider is not None)
     rules = block_rules_js()
 
     @app.exception_handler(MemoroError)
@@ -165,6 +169,10 @@ def create_app(memoro: Memoro, auth: AuthConfig) -> FastAPI:
     @app.get("/memory", include_in_schema=False)
     def memory_page(request: Request) -> Response:
         return page(request, "memory.html")
+
+    @app.get("/chat", include_in_schema=False)
+    def chat_page(request: Request) -> Response:
+        return page(request, "chat.html")
 
     @app.get("/conversations", include_in_schema=False)
     def conversations_page(request: Request) -> Response:
