@@ -30,8 +30,8 @@ def _settings_options(command: F) -> F:
             envvar=setting.env,
             show_envvar=True,
             default=None,
-            metavar=setting.metavar,
-            help=f"{setting.help}  [default: {setting.default}]",
+            metavar="[" + "|".join(setting.choices) + "]" if setting.choices else setting.metavar,
+            help=f"{setting.help}  [default: {setting.default or '(none)'}]",
         )(command)
     return command
 
@@ -54,8 +54,9 @@ def cli(ctx: click.Context, /, **settings: str | None) -> None:
     """memoro: a memory layer for LLM chat agents.
 
     Each user has a personal memory block that goes into the system prompt on
-    every turn. These commands read and edit it, show the prompt, and list the
-    tools a model can call.
+    every turn, and past conversations that the model searches when it needs
+    them. `memoro serve` runs the HTTP API and the settings pages; the other
+    commands work on the same data directly.
     """
     ctx.obj = Settings.from_env(overrides=settings)
 
