@@ -27,12 +27,15 @@ K1 = 1.2
 B = 0.75
 TAIL_LIMIT = 2000
 
-_LOAD = (
+_SELECT = (
     "SELECT c.id, c.turn_id, c.terms, c.length, t.conversation_id, t.seq FROM chunks c"
     " JOIN turns t ON t.id = c.turn_id"
     " JOIN conversations cv ON cv.user_id = t.user_id AND cv.id = t.conversation_id"
-    " WHERE c.user_id = ? AND c.id > ? AND cv.deleted_at IS NULL ORDER BY c.id"
 )
+# a first load walks the user's chunks; a refresh walks only the newest ids
+# (+c.user_id keeps the planner on the id range instead of the whole user)
+_LOAD_ALL = _SELECT + " WHERE c.user_id = ? AND cv.deleted_at IS NULL ORDER BY c.id"
+_LOAD_NEW = _SELECT + " WHERE c.id > ? AND +c.user_id = ? AND cv.deleted_at IS NULL ORDER BY c.id"
 
 Ints = npt.NDArray[np.int64]
 
@@ -172,7 +175,10 @@ class KeywordIndex:
                 index = _UserIndex(generation)
                 self._users[user_id] = index
         with index.lock:
-            rows = conn.execute(_LOAD, (user_id, index.max_chunk)).fetchall()
+            if index.max_chunk == 0:
+                rows = conn.execute(_LOAD_ALL, (user_id,)).fetchall()
+            else:
+                rows = conn.execute(_LOAD_NEW, (index.max_chunk, user_id)).fetchall()
             if rows:
                 index.add([(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows])
         return index
