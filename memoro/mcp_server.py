@@ -47,7 +47,7 @@ class MemoroMCP(MCPServer):
     """An MCPServer whose tools are memoro's, run through the service."""
 
     def __init__(self, memoro: Memoro, *, user: str | None = None, user_of: UserOf | None = None):
-        super().__init__(name="memoro", instructions=INSTRUCTIONS, version="1")
+        super().__init__(name="memoro", instructions=INSTRUCTIONS, version="1", log_level="WARNING")
         self.memoro = memoro
         self._user = user
         self._user_of = user_of

@@ -15,6 +15,7 @@ when it grows; a removal (deleted conversation, purge) reloads the user.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,6 +23,9 @@ import numpy.typing as npt
 
 from memoro.history.terms import ChunkTerms, Query
 from memoro.store.sqlite._db import Database
+
+MAX_CACHED_USERS = 64
+"""Users whose postings stay in memory; the least recently searched goes first."""
 
 K1 = 1.2
 B = 0.75
@@ -123,7 +127,7 @@ class KeywordIndex:
 
     def __init__(self, db: Database) -> None:
         self._db = db
-        self._users: dict[str, _UserIndex] = {}
+        self._users: OrderedDict[str, _UserIndex] = OrderedDict()
         self._lock = threading.Lock()
 
     def search(self, user_id: str, query: Query, limit: int) -> list[tuple[int, int, float]]:
@@ -174,6 +178,9 @@ class KeywordIndex:
             if index is None or index.generation != generation:
                 index = _UserIndex(generation)
                 self._users[user_id] = index
+            self._users.move_to_end(user_id)
+            while len(self._users) > MAX_CACHED_USERS:
+                self._users.popitem(last=False)  # the least recently searched
         with index.lock:
             if index.max_chunk == 0:
                 rows = conn.execute(_LOAD_ALL, (user_id,)).fetchall()

@@ -7,6 +7,7 @@ removed or hidden (``history_state.removed_gen``)."""
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -14,6 +15,9 @@ import numpy as np
 import numpy.typing as npt
 
 from memoro.store.sqlite._db import Database
+
+MAX_CACHED_USERS = 64
+"""Users whose vectors stay in memory; the least recently searched goes first."""
 
 _LOAD = (
     "SELECT v.id, v.chunk_id, c.turn_id, v.embedding FROM vectors v"
@@ -83,7 +87,7 @@ class VectorCache:
 
     def __init__(self, db: Database) -> None:
         self._db = db
-        self._entries: dict[tuple[str, str], _UserVectors] = {}
+        self._entries: OrderedDict[tuple[str, str], _UserVectors] = OrderedDict()
         self._lock = threading.Lock()
 
     def scorer(self, user_id: str, model: str, query: npt.NDArray[np.float32]) -> Scorer:
@@ -110,6 +114,9 @@ class VectorCache:
             if entry is None or entry.generation != generation:
                 entry = _UserVectors(generation)
                 self._entries[(user_id, model)] = entry
+            self._entries.move_to_end((user_id, model))
+            while len(self._entries) > MAX_CACHED_USERS:
+                self._entries.popitem(last=False)  # the least recently searched
         with entry.lock:
             rows = conn.execute(_LOAD, (user_id, model, entry.max_id)).fetchall()
             if rows:
