@@ -80,16 +80,6 @@ class Database:
             conn.execute("ROLLBACK")
             raise StoreError(f"cannot commit to {self.path}: {exc}") from exc
 
-    @contextmanager
-    def read(self) -> Iterator[sqlite3.Connection]:
-        """A read transaction: several queries see one snapshot."""
-        conn = self.connect()
-        conn.execute("BEGIN")
-        try:
-            yield conn
-        finally:
-            conn.execute("COMMIT")
-
     def checkpoint(self) -> None:
         """Move the WAL into the database file and truncate the WAL."""
         self.connect().execute("PRAGMA wal_checkpoint(TRUNCATE)")
