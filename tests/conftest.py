@@ -22,12 +22,45 @@ def block_vectors() -> list[dict[str, Any]]:
     return vectors
 
 
-@pytest.fixture(params=["sqlite"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqliteStore]:
-    """A store on every backend; the contract suite runs once per backend."""
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    """The embedded default's store on a real, throwaway SQLite file."""
     backend = SqliteStore(tmp_path / "memoro.db")
     yield backend
     backend.close()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[tuple[str, str]]:
+    """(superuser URL, memoro's URL) of a real PostgreSQL for the session."""
+    from tests import postgres as pg
+
+    yield from pg.start()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def block_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """A store on every backend that has the block: the contract suite and
+    the block's service rules run once per backend."""
+    if request.param == "sqlite":
+        backend: Any = SqliteStore(tmp_path / "memoro.db")
+    else:
+        from memoro.store.postgres import PostgresStore
+        from tests import postgres as pg
+
+        admin, app = request.getfixturevalue("postgres")
+        pg.clean(admin)
+        backend = PostgresStore(app)
+    yield backend
+    backend.close()
+
+
+@pytest.fixture
+def block_memoro(block_store: Any, tmp_path: Path) -> Iterator[Memoro]:
+    """The service on each backend, for the block's rules."""
+    service = Memoro(block_store, Settings(home=tmp_path), embedder=None, worker=False)
+    yield service
+    service.close()
 
 
 @pytest.fixture

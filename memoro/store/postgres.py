@@ -1,0 +1,173 @@
+"""The PostgreSQL backend (D2), in progress: the personal memory block and
+its audit log, with row-level security as a second wall between users.
+
+Every transaction sets ``memoro.user_id`` (SET LOCAL) before it touches a
+user's rows, and every user-owned table has a forced policy on it, so a query
+that forgot its user filter still sees only that user's rows — and with no
+user set, none. memoro must connect as a role without BYPASSRLS (not a
+superuser). Past conversations and the job queue are not on PostgreSQL yet.
+
+Needs ``pip install 'memoro[postgres]'`` (psycopg 3 with its pool).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from memoro.errors import ConfigError, MigrationError, StoreError
+from memoro.models import AuditEntry, AuditRecord, Operation, StoredBlock, Writer
+from memoro.store import migrations
+
+try:
+    import psycopg
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
+except ImportError as exc:  # pragma: no cover - exercised without the extra
+    raise ConfigError("PostgreSQL needs: pip install 'memoro[postgres]'") from exc
+
+
+def migrate(url: str) -> None:
+    """Apply the PostgreSQL migrations, once, under an advisory lock (run it
+    as the role that owns memoro's tables)."""
+    known = migrations.load("postgres")
+    with psycopg.connect(url, autocommit=False) as conn, conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext('memoro.migrate'))")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)"
+        )
+        applied = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+        if applied and max(applied) > len(known):
+            raise MigrationError(
+                f"the database has schema version {max(applied)}, newer than this memoro"
+                f" knows ({len(known)}); upgrade memoro"
+            )
+        for migration in known:
+            if migration.version not in applied:
+                conn.execute(migration.sql.encode())
+                conn.execute(
+                    "INSERT INTO schema_migrations VALUES (%s, %s, now())",
+                    (migration.version, migration.name),
+                )
+
+
+def _block(row: dict[str, Any] | None) -> StoredBlock | None:
+    if row is None:
+        return None
+    return StoredBlock(row["user_id"], row["text"], row["updated_at"], Writer(row["updated_by"]))
+
+
+class _BlockTransaction:
+    def __init__(self, conn: psycopg.Connection[dict[str, Any]], user_id: str) -> None:
+        self._conn = conn
+        self._user_id = user_id
+
+    def current(self) -> StoredBlock | None:
+        row = self._conn.execute(
+            "SELECT * FROM memory_blocks WHERE user_id = %s", (self._user_id,)
+        ).fetchone()
+        return _block(row)
+
+    def put(self, text: str, audit: AuditRecord) -> StoredBlock:
+        at = datetime.now(UTC)
+        self._conn.execute(
+            "INSERT INTO memory_blocks (user_id, text, updated_at, updated_by)"
+            " VALUES (%s, %s, %s, %s) ON CONFLICT (user_id) DO UPDATE SET"
+            " text = excluded.text, updated_at = excluded.updated_at,"
+            " updated_by = excluded.updated_by",
+            (self._user_id, text, at, audit.writer.value),
+        )
+        self._record(audit, at)
+        return StoredBlock(self._user_id, text, at, audit.writer)
+
+    def delete(self, audit: AuditRecord) -> None:
+        self._conn.execute("DELETE FROM memory_blocks WHERE user_id = %s", (self._user_id,))
+        self._conn.execute(
+            "UPDATE memory_audit SET removed_lines = '[]', added_lines = '[]' WHERE user_id = %s",
+            (self._user_id,),
+        )
+        self._record(audit, datetime.now(UTC))
+
+    def _record(self, audit: AuditRecord, at: datetime) -> None:
+        self._conn.execute(
+            "INSERT INTO memory_audit (user_id, at, writer, operation, removed_lines,"
+            " added_lines, removed_count, added_count)"
+            " VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s, %s)",
+            (
+                self._user_id,
+                at,
+                audit.writer.value,
+                audit.operation.value,
+                json.dumps(list(audit.removed_lines), ensure_ascii=False),
+                json.dumps(list(audit.added_lines), ensure_ascii=False),
+                audit.removed_count,
+                audit.added_count,
+            ),
+        )
+
+
+class PostgresStore:
+    """The block and audit parts of the Store protocol on PostgreSQL."""
+
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
+        self.url = url
+        try:
+            self.pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] = ConnectionPool(
+                url,
+                min_size=min_size,
+                max_size=max_size,
+                kwargs={"row_factory": dict_row, "autocommit": False},
+                open=True,
+            )
+            self.pool.wait(timeout=30)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
+
+    @contextmanager
+    def transaction(self, user_id: str) -> Iterator[psycopg.Connection[dict[str, Any]]]:
+        """A transaction that sees only ``user_id``'s rows."""
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT set_config('memoro.user_id', %s, true)", (user_id,))
+            yield conn
+
+    def read_block(self, user_id: str) -> StoredBlock | None:
+        with self.transaction(user_id) as conn:
+            row = conn.execute(
+                "SELECT * FROM memory_blocks WHERE user_id = %s", (user_id,)
+            ).fetchone()
+        return _block(row)
+
+    @contextmanager
+    def block_transaction(self, user_id: str) -> Iterator[_BlockTransaction]:
+        with self.transaction(user_id) as conn:
+            # serializes writers of one user even while the row does not exist
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (user_id,))
+            yield _BlockTransaction(conn, user_id)
+
+    def list_audit(self, user_id: str, *, limit: int = 100) -> list[AuditEntry]:
+        with self.transaction(user_id) as conn:
+            rows = conn.execute(
+                "SELECT * FROM memory_audit WHERE user_id = %s ORDER BY id DESC LIMIT %s",
+                (user_id, limit),
+            ).fetchall()
+        return [
+            AuditEntry(
+                id=row["id"],
+                user_id=row["user_id"],
+                at=row["at"],
+                writer=Writer(row["writer"]),
+                operation=Operation(row["operation"]),
+                removed_lines=tuple(row["removed_lines"]),
+                added_lines=tuple(row["added_lines"]),
+                removed_count=row["removed_count"],
+                added_count=row["added_count"],
+            )
+            for row in rows
+        ]
+
+    def close(self) -> None:
+        self.pool.close()
