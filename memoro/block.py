@@ -196,6 +196,12 @@ def normalize(text: str) -> str:
     return "".join(map(chr, out[start:end]))
 
 
+def without_controls(text: str) -> str:
+    """``text`` with control characters other than newline and tab removed:
+    past turns are stored as sent, but shown without terminal escapes."""
+    return "".join(c for c in text if c in "\n\t" or not _is_control(ord(c)))
+
+
 def char_count(text: str) -> int:
     """The one character count (M2): code points of the normalized text."""
     return len(normalize(text))

@@ -124,7 +124,7 @@ def render_search(query: str, hits: list[SearchHit]) -> str:
     for i, hit in enumerate(hits, 1):
         when = hit.at.strftime("%Y-%m-%d %H:%M UTC")
         parts.append(f"\n{i}. conversation {hit.conversation_id!r}, {when} (turn {hit.turn_id}):")
-        parts.append(hit.text)
+        parts.append(block.without_controls(hit.text))
     return "\n".join(parts)
 
 

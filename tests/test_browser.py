@@ -227,3 +227,22 @@ def test_the_chat_page_shows_the_memory_change_as_you_talk(
             expect(page.locator("#memory-count")).to_have_text("18 / 4,000 characters")
             context.close()
     assert web_service.read_block(USER).text == "Preferred name: Al"  # type: ignore[union-attr]
+
+
+def test_the_memory_page_works_from_the_keyboard(page: Page, url: str, service: Memoro) -> None:
+    open_memory(page, url)
+    page.locator("#block").focus()
+    page.keyboard.type("Name: Kim")
+    page.keyboard.press("Tab")  # to Save
+    expect(page.get_by_role("button", name="Save")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("#status")).to_have_text("Saved.")
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")  # to Clear all
+    expect(page.get_by_role("button", name="Clear all")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("#confirm-clear")).to_be_visible()
+    page.keyboard.press("Escape")  # a dialog closes on Escape and nothing is deleted
+    expect(page.locator("#confirm-clear")).to_be_hidden()
+    assert service.read_block(USER).text == "Name: Kim"  # type: ignore[union-attr]

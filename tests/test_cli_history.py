@@ -106,3 +106,13 @@ def test_reindex_after_switching_from_keyword_only_to_the_local_model(tmp_path: 
         ).stdout
     )
     assert hits and hits[0]["text"].startswith("my cat Pepper")
+
+
+def test_terminal_escapes_in_past_turns_are_not_printed(tmp_path: Path) -> None:
+    run(
+        tmp_path, "turn", "add", "-u", "ann", "-c", "c", "-q", "clear\x1b[2J screen", "-a", "ok\x07"
+    )
+    shown = run(tmp_path, "conversations", "show", "-u", "ann", "c").stdout
+    found = run(tmp_path, "search", "-u", "ann", "screen").stdout
+    for text in (shown, found):
+        assert "\x1b" not in text and "\x07" not in text and "clear[2J screen" in text

@@ -143,3 +143,20 @@ def test_after_the_purge_a_deleted_conversation_is_nowhere_in_the_file(tmp_path:
     for secret in (b"xylophonequartz", b"zebracanyon", b"confidential", b"private reply"):
         assert secret not in data, secret
     assert b"ordinary words about the weather" in data
+
+
+def test_closing_finishes_the_job_in_hand(tmp_path: Path) -> None:
+    """Graceful shutdown: close() waits for the job being indexed, so nothing
+    is left half done or stuck as running."""
+    memoro = _open(tmp_path, worker=True, embedder=HashEmbedder(delay=0.3))
+    recorded = memoro.record_turn("ann", "c", "a slow turn to index", "ok")
+    deadline = time.monotonic() + 20
+    while not memoro.store.list_jobs(JobStatus.RUNNING):
+        assert time.monotonic() < deadline, "the worker never started the job"
+        time.sleep(0.005)
+    memoro.close()
+    reopened = _open(tmp_path, worker=False)
+    assert reopened.store.list_jobs() == []
+    assert reopened.conversation_turns("ann", "c")[0].indexed
+    assert [h.turn_id for h in reopened.search("ann", "slow turn")] == [recorded.turn_id]
+    reopened.close()

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from memoro.block import without_controls
 from memoro.cli._app import cli, open_memoro, print_json, read_stdin, user_option
 from memoro.history.fusion import Mode
 from memoro.models import JobStatus
@@ -195,7 +196,7 @@ def conversations_show(ctx: click.Context, user: str, conversation: str, as_json
         return
     for t in turns:
         click.echo(f"--- turn {t.id}, {t.at.strftime('%Y-%m-%d %H:%M UTC')}")
-        click.echo(f"Q: {t.question}\nA: {t.answer}")
+        click.echo(f"Q: {without_controls(t.question)}\nA: {without_controls(t.answer)}")
 
 
 @conversations.command("delete")
