@@ -110,13 +110,12 @@ class Memoro:
         ``MEMORO_HOME``, or the platform's user data directory). ``options``
         are the other settings by name (``embedder="keyword"``…), plus
         ``embedder`` as an Embedder object and ``worker``."""
-        from memoro.store.sqlite import SqliteStore
 
         extra = {k: options.pop(k) for k in ("worker",) if k in options}
         if "embedder" in options and not isinstance(options["embedder"], str):
             extra["embedder"] = options.pop("embedder")
         settings = Settings.from_env(overrides={"home": home, **options})
-        return cls(SqliteStore(settings.database_path), settings, **extra)
+        return cls(settings.open_store(), settings, **extra)
 
     def close(self) -> None:
         """Stop the background worker after its current job, then close."""

@@ -9,6 +9,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 
@@ -38,6 +39,15 @@ SETTINGS: tuple[Setting, ...] = (
         default=platformdirs.user_data_dir("memoro", appauthor=False),
         help="Directory that holds memoro's data: the SQLite database memoro.db.",
         metavar="DIR",
+    ),
+    Setting(
+        name="database_url",
+        env="MEMORO_DATABASE_URL",
+        default="",
+        help="postgresql://… to keep everything in PostgreSQL (needs memoro[postgres]; run"
+        " `memoro migrate` first); empty for the SQLite file under the home directory.",
+        metavar="URL",
+        secret=True,
     ),
     Setting(
         name="embedder",
@@ -140,6 +150,7 @@ class Settings:
     defaults."""
 
     home: Path
+    database_url: str = ""
     embedder: str = "local"
     embedding_url: str = "https://api.openai.com/v1"
     embedding_model: str = "text-embedding-3-small"
@@ -156,6 +167,19 @@ class Settings:
     @property
     def database_path(self) -> Path:
         return self.home / "memoro.db"
+
+    def open_store(self) -> Any:
+        """The store these settings name: PostgreSQL for a postgresql:// URL,
+        else the SQLite file under ``home``."""
+        if self.database_url:
+            if not self.database_url.startswith(("postgresql://", "postgres://")):
+                raise ConfigError("MEMORO_DATABASE_URL must be a postgresql:// URL")
+            from memoro.store.postgres import PostgresStore
+
+            return PostgresStore(self.database_url)
+        from memoro.store.sqlite import SqliteStore
+
+        return SqliteStore(self.database_path)
 
     @classmethod
     def from_env(

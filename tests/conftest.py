@@ -42,15 +42,7 @@ def postgres() -> Iterator[tuple[str, str]]:
 def block_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     """A store on every backend that has the block: the contract suite and
     the block's service rules run once per backend."""
-    if request.param == "sqlite":
-        backend: Any = SqliteStore(tmp_path / "memoro.db")
-    else:
-        from memoro.store.postgres import PostgresStore
-        from tests import postgres as pg
-
-        admin, app = request.getfixturevalue("postgres")
-        pg.clean(admin)
-        backend = PostgresStore(app)
+    backend = _backend(request, tmp_path)
     yield backend
     backend.close()
 
@@ -72,13 +64,25 @@ def memoro(store: SqliteStore, tmp_path: Path) -> Iterator[Memoro]:
     service.close()
 
 
-@pytest.fixture
-def history(store: SqliteStore, tmp_path: Path) -> Iterator[Memoro]:
-    """The service with a deterministic fake embedder and no background
-    thread: tests index with ``index_pending()``."""
-    service = Memoro(store, Settings(home=tmp_path), embedder=HashEmbedder(), worker=False)
+@pytest.fixture(params=["sqlite", "postgres"])
+def history(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memoro]:
+    """The service on each backend, with a deterministic fake embedder and no
+    background thread: tests index with ``index_pending()``."""
+    backend = _backend(request, tmp_path)
+    service = Memoro(backend, Settings(home=tmp_path), embedder=HashEmbedder(), worker=False)
     yield service
     service.close()
+
+
+def _backend(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    if request.param == "sqlite":
+        return SqliteStore(tmp_path / "memoro.db")
+    from memoro.store.postgres import PostgresStore
+    from tests import postgres as pg
+
+    admin, app = request.getfixturevalue("postgres")
+    pg.clean(admin)
+    return PostgresStore(app)
 
 
 @pytest.fixture

@@ -48,4 +48,7 @@ def start() -> Iterator[tuple[str, str]]:
 def clean(admin: str) -> None:
     """Empty every table between tests."""
     with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute("TRUNCATE memory_blocks, memory_audit RESTART IDENTITY")
+        conn.execute(
+            "TRUNCATE memory_blocks, memory_audit, vectors, chunks, turns, conversations, jobs"
+            " RESTART IDENTITY"
+        )

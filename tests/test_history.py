@@ -10,6 +10,7 @@ import pytest
 from memoro.errors import InvalidInput
 from memoro.models import SearchHit
 from memoro.service import Memoro
+from memoro.store.sqlite import SqliteStore
 
 
 def turn_ids(hits: list[SearchHit]) -> list[int]:
@@ -41,7 +42,13 @@ def test_c1_turn_time_and_order_are_kept(history: Memoro) -> None:
     assert turns[0].at == at
 
 
+def sqlite_only(history: Memoro) -> None:
+    if not isinstance(history.store, SqliteStore):
+        pytest.skip("reads SQLite internals; the behaviour is the same on PostgreSQL")
+
+
 def test_c2_a_long_turn_becomes_at_most_ten_chunks(history: Memoro) -> None:
+    sqlite_only(history)
     history.record_turn("ann", "c1", "tell me everything", "word " * 20_000)
     history.index_pending()
     rows = history.store.db.connect().execute("SELECT length(text) FROM chunks").fetchall()  # type: ignore[attr-defined]
@@ -144,6 +151,7 @@ def test_c6_a_deleted_conversation_id_cannot_take_new_turns_until_purged(history
 
 
 def test_c7_every_window_of_a_chunk_is_embedded(history: Memoro) -> None:
+    sqlite_only(history)
     history.record_turn("ann", "c1", "filler " * 500, "at the very end: bassoon")
     history.index_pending()
     n = history.store.db.connect().execute("SELECT count(*) FROM vectors").fetchone()[0]  # type: ignore[attr-defined]
@@ -198,6 +206,7 @@ def test_in_memory_indexes_keep_only_the_most_recent_users(
 ) -> None:
     from memoro.store.sqlite import bm25, vectors
 
+    sqlite_only(history)
     monkeypatch.setattr(bm25, "MAX_CACHED_USERS", 2)
     monkeypatch.setattr(vectors, "MAX_CACHED_USERS", 2)
     for user in ("u1", "u2", "u3"):

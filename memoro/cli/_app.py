@@ -14,7 +14,6 @@ import click
 from memoro.errors import MemoroError
 from memoro.service import Memoro
 from memoro.settings import SETTINGS, Settings
-from memoro.store.sqlite import SqliteStore
 from memoro.tools import anthropic_tools, openai_tools
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -63,7 +62,7 @@ def cli(ctx: click.Context, /, **settings: str | None) -> None:
 
 def open_memoro(ctx: click.Context) -> Memoro:
     settings: Settings = ctx.find_root().obj
-    memoro = Memoro(SqliteStore(settings.database_path), settings, worker=False)
+    memoro = Memoro(settings.open_store(), settings, worker=False)
     ctx.call_on_close(memoro.close)
     return memoro
 

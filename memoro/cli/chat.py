@@ -9,7 +9,6 @@ import click
 from memoro.cli._app import cli
 from memoro.service import Memoro
 from memoro.settings import Settings
-from memoro.store.sqlite import SqliteStore
 from memoro.tools import render_search
 
 HELP = "Commands: /memory (show the block), /search QUERY, /new (new conversation), /quit"
@@ -35,7 +34,7 @@ def chat(ctx: click.Context, user: str | None) -> None:
     except ConfigError as exc:
         click.echo(f"Error: {exc}", err=True)
         ctx.exit(2)
-    memoro = Memoro(SqliteStore(settings.database_path), settings)
+    memoro = Memoro(settings.open_store(), settings)
     ctx.call_on_close(memoro.close)
     user = user or settings.local_user
     agent = Agent(memoro, provider, user)

@@ -7,7 +7,6 @@ import click
 from memoro.cli._app import cli
 from memoro.service import Memoro
 from memoro.settings import Settings
-from memoro.store.sqlite import SqliteStore
 
 
 @cli.command("mcp")
@@ -19,7 +18,7 @@ def mcp(ctx: click.Context, user: str | None) -> None:
     from memoro.mcp_server import MemoroMCP
 
     settings: Settings = ctx.find_root().obj
-    memoro = Memoro(SqliteStore(settings.database_path), settings)
+    memoro = Memoro(settings.open_store(), settings)
     try:
         MemoroMCP(memoro, user=user or settings.local_user).run("stdio")
     finally:

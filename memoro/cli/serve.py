@@ -10,7 +10,6 @@ from memoro.auth import DEFAULT_TTL, Signer
 from memoro.cli._app import cli
 from memoro.service import Memoro
 from memoro.settings import Settings
-from memoro.store.sqlite import SqliteStore
 
 
 def _is_loopback(host: str) -> bool:
@@ -66,10 +65,11 @@ def serve(ctx: click.Context, host: str, port: int) -> None:
         provider = make_provider(
             settings.llm, settings.llm_model, settings.llm_url, settings.llm_key
         )
-    memoro = Memoro(SqliteStore(settings.database_path), settings)
+    memoro = Memoro(settings.open_store(), settings)
     app = create_app(memoro, auth, provider)
     shown = f"[{host}]" if ":" in host else host
-    click.echo(f"memoro is serving {settings.database_path}", err=True)
+    where = "PostgreSQL" if settings.database_url else str(settings.database_path)
+    click.echo(f"memoro is serving {where}", err=True)
     click.echo(f"  Memory settings page: http://{shown}:{port}/memory", err=True)
     click.echo(f"  API reference:        http://{shown}:{port}/docs", err=True)
     if provider is not None:
@@ -100,3 +100,18 @@ def token_issue(ctx: click.Context, user: str, ttl: int) -> None:
     application signs its own the same way)."""
     settings: Settings = ctx.find_root().obj
     click.echo(Signer(settings.secret).issue(user, ttl))
+
+
+@cli.command("migrate")
+@click.pass_context
+def migrate(ctx: click.Context) -> None:
+    """Create or upgrade memoro's tables in MEMORO_DATABASE_URL (PostgreSQL;
+    run it as the role that owns them). SQLite migrates itself on open."""
+    settings: Settings = ctx.find_root().obj
+    if not settings.database_url:
+        click.echo(f"SQLite migrates itself when opened: {settings.database_path}")
+        return
+    from memoro.store.postgres import migrate as apply
+
+    apply(settings.database_url)
+    click.echo("The PostgreSQL schema is up to date.")

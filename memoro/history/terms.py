@@ -161,12 +161,21 @@ _STEMMER = snowballstemmer.stemmer("english")
 
 
 @lru_cache(maxsize=200_000)
+def stem(word: str) -> str:
+    """A folded word's stem (CJK characters stay as they are)."""
+    return word if _CJK_CHAR.match(word) else str(_STEMMER.stemWord(word))
+
+
+@lru_cache(maxsize=200_000)
 def _term(word: str) -> int:
     """The 64-bit id of a (folded) word after stemming."""
-    if not _CJK_CHAR.match(word):
-        word = _STEMMER.stemWord(word)
-    digest = hashlib.blake2b(word.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    digest = hashlib.blake2b(stem(word).encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(digest, "little") >> 1  # fits int64 too
+
+
+def stems(text: str) -> list[str]:
+    """The stems of ``text``'s words that are not stopwords, in order."""
+    return [stem(w) for w in words(text) if w not in STOPWORDS]
 
 
 def _fold(text: str) -> str:

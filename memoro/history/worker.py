@@ -86,7 +86,7 @@ class Worker:
             raise ValueError(f"unknown job kind {job.kind!r}")
 
     def _index(self, job: Job, turn_id: int) -> None:
-        turn = self.store.get_turn(turn_id)
+        turn = self.store.get_turn(job.user_id, turn_id)
         if turn is None or turn.indexed:
             self.store.finish_job(job, self.name)
             return

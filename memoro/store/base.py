@@ -93,8 +93,8 @@ class Store(Protocol):
         With a ``key`` already recorded for the user, store nothing."""
         ...
 
-    def get_turn(self, turn_id: int) -> Turn | None:
-        """A turn by id, for the worker (not scoped to a user)."""
+    def get_turn(self, user_id: str, turn_id: int) -> Turn | None:
+        """A turn of the user by id, for the worker."""
         ...
 
     def save_index(

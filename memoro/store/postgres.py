@@ -1,11 +1,12 @@
-"""The PostgreSQL backend (D2), in progress: the personal memory block and
-its audit log, with row-level security as a second wall between users.
+"""The PostgreSQL backend (D2): the same contract as SQLite, with row-level
+security as a second wall between users (past conversations and the queue
+live in ``postgres_history.py``).
 
 Every transaction sets ``memoro.user_id`` (SET LOCAL) before it touches a
 user's rows, and every user-owned table has a forced policy on it, so a query
 that forgot its user filter still sees only that user's rows — and with no
 user set, none. memoro must connect as a role without BYPASSRLS (not a
-superuser). Past conversations and the job queue are not on PostgreSQL yet.
+superuser).
 
 Needs ``pip install 'memoro[postgres]'`` (psycopg 3 with its pool).
 """
@@ -21,6 +22,7 @@ from typing import Any
 from memoro.errors import ConfigError, MigrationError, StoreError
 from memoro.models import AuditEntry, AuditRecord, Operation, StoredBlock, Writer
 from memoro.store import migrations
+from memoro.store.postgres_history import PgHistory
 
 try:
     import psycopg
@@ -34,6 +36,13 @@ def migrate(url: str) -> None:
     """Apply the PostgreSQL migrations, once, under an advisory lock (run it
     as the role that owns memoro's tables)."""
     known = migrations.load("postgres")
+    try:
+        _apply(url, known)
+    except psycopg.Error as exc:
+        raise MigrationError(f"cannot migrate the PostgreSQL database: {exc}") from exc
+
+
+def _apply(url: str, known: list[migrations.Migration]) -> None:
     with psycopg.connect(url, autocommit=False) as conn, conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtext('memoro.migrate'))")
         conn.execute(
@@ -110,8 +119,8 @@ class _BlockTransaction:
         )
 
 
-class PostgresStore:
-    """The block and audit parts of the Store protocol on PostgreSQL."""
+class PostgresStore(PgHistory):
+    """The Store on PostgreSQL."""
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
         self.url = url

@@ -93,8 +93,12 @@ class History:
             jobs.enqueue(conn, "index_turn", user_id, {"turn_id": turn_id})
         return RecordedTurn(turn_id, conversation_id, seq, True)
 
-    def get_turn(self, turn_id: int) -> Turn | None:
-        row = self.db.connect().execute("SELECT * FROM turns WHERE id = ?", (turn_id,)).fetchone()
+    def get_turn(self, user_id: str, turn_id: int) -> Turn | None:
+        row = (
+            self.db.connect()
+            .execute("SELECT * FROM turns WHERE id = ? AND user_id = ?", (turn_id, user_id))
+            .fetchone()
+        )
         return _turn(row) if row else None
 
     def save_index(

@@ -1,0 +1,391 @@
+"""Past conversations and the job queue on PostgreSQL: the same contract as
+SQLite, in SQL. Keyword search ranks memoro's own stems (a 'simple' tsvector
+with a GIN index; any text is a valid query because only word stems reach
+``to_tsquery``); semantic search is exact per user with pgvector, so no
+approximate index can return too few or wrong rows. Workers claim jobs with
+FOR UPDATE SKIP LOCKED and take over a job whose lease ran out."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from memoro.errors import InvalidInput
+from memoro.history import terms
+from memoro.models import Conversation, Job, JobStatus, RecordedTurn, Turn
+
+_VISIBLE = (
+    " JOIN conversations cv ON cv.user_id = t.user_id AND cv.id = t.conversation_id"
+    " AND cv.deleted_at IS NULL"
+)
+
+
+def _vector(v: npt.NDArray[np.float32]) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in np.asarray(v, dtype=np.float32)) + "]"
+
+
+def _tsquery(text: str) -> str | None:
+    found = list(dict.fromkeys(terms.stems(text)))[: terms.MAX_QUERY_TERMS]
+    return " | ".join(f"'{w}'" for w in found) if found else None
+
+
+def _turn(row: dict[str, Any]) -> Turn:
+    return Turn(
+        row["id"],
+        row["user_id"],
+        row["conversation_id"],
+        row["seq"],
+        row["question"],
+        row["answer"],
+        row["at"],
+        row["indexed_at"] is not None,
+    )
+
+
+def _job(row: dict[str, Any]) -> Job:
+    return Job(
+        row["id"],
+        row["kind"],
+        row["user_id"],
+        row["payload"],
+        JobStatus(row["status"]),
+        row["attempts"],
+        row["run_after"],
+        row["locked_by"],
+        row["last_error"],
+        row["created_at"],
+    )
+
+
+class PgScorer:
+    """Exact cosine similarities of one query to one user's chunks."""
+
+    def __init__(self, store: PgHistory, user_id: str, model: str, query: str) -> None:
+        self._store, self._user, self._model, self._query = store, user_id, model, query
+
+    def _select(self, extra: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
+        with self._store.transaction(self._user) as conn:
+            rows: list[dict[str, Any]] = conn.execute(
+                "SELECT v.chunk_id, c.turn_id, max(1 - (v.embedding <=> %s::vector)) AS score"
+                " FROM vectors v JOIN chunks c ON c.id = v.chunk_id"
+                " JOIN turns t ON t.id = c.turn_id"
+                + _VISIBLE
+                + " WHERE v.user_id = %s AND v.model = %s"
+                + extra,
+                (self._query, self._user, self._model, *params),
+            ).fetchall()
+        return rows
+
+    def top(self, limit: int) -> list[tuple[int, int, float]]:
+        rows = self._select(
+            " GROUP BY v.chunk_id, c.turn_id ORDER BY score DESC LIMIT %s", (limit,)
+        )
+        return [(r["chunk_id"], r["turn_id"], float(r["score"])) for r in rows]
+
+    def scores(self, chunk_ids: Iterable[int]) -> dict[int, float]:
+        ids = list(chunk_ids)
+        if not ids:
+            return {}
+        rows = self._select(" AND v.chunk_id = ANY(%s) GROUP BY v.chunk_id, c.turn_id", (ids,))
+        return {r["chunk_id"]: float(r["score"]) for r in rows}
+
+
+class PgHistory:
+    """The past-conversation and queue methods of PostgresStore."""
+
+    pool: Any
+
+    def transaction(self, user_id: str) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def record_turn(
+        self,
+        user_id: str,
+        conversation_id: str,
+        question: str,
+        answer: str,
+        at: datetime,
+        key: str | None = None,
+    ) -> RecordedTurn:
+        with self.transaction(user_id) as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (user_id,))
+            if key is not None:
+                row = conn.execute(
+                    "SELECT id, conversation_id, seq FROM turns WHERE key = %s", (key,)
+                ).fetchone()
+                if row:
+                    return RecordedTurn(row["id"], row["conversation_id"], row["seq"], False)
+            found = conn.execute(
+                "SELECT deleted_at FROM conversations WHERE id = %s", (conversation_id,)
+            ).fetchone()
+            if found is None:
+                conn.execute(
+                    "INSERT INTO conversations VALUES (%s, %s, now(), NULL)",
+                    (user_id, conversation_id),
+                )
+            elif found["deleted_at"] is not None:
+                raise InvalidInput(f"conversation {conversation_id!r} was deleted")
+            seq = conn.execute(
+                "SELECT coalesce(max(seq), 0) + 1 AS n FROM turns WHERE conversation_id = %s",
+                (conversation_id,),
+            ).fetchone()["n"]
+            turn_id = conn.execute(
+                "INSERT INTO turns (user_id, conversation_id, seq, question, answer, at, key)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                (user_id, conversation_id, seq, question, answer, at, key),
+            ).fetchone()["id"]
+            _enqueue(conn, "index_turn", user_id, {"turn_id": turn_id})
+        return RecordedTurn(turn_id, conversation_id, seq, True)
+
+    def get_turn(self, user_id: str, turn_id: int) -> Turn | None:
+        with self.transaction(user_id) as conn:
+            row = conn.execute("SELECT * FROM turns WHERE id = %s", (turn_id,)).fetchone()
+        return _turn(row) if row else None
+
+    def save_index(
+        self,
+        job: Job,
+        worker: str,
+        turn_id: int,
+        chunks: Sequence[str],
+        vectors: Sequence[npt.NDArray[np.float32]] | None,
+        model: str | None,
+    ) -> bool:
+        with self.transaction(job.user_id) as conn:
+            if not _finish(conn, job, worker):
+                return False
+            row = conn.execute(
+                "SELECT t.indexed_at FROM turns t" + _VISIBLE + " WHERE t.id = %s", (turn_id,)
+            ).fetchone()
+            if row is None or row["indexed_at"] is not None:
+                return True
+            for ordinal, text in enumerate(chunks):
+                chunk_id = conn.execute(
+                    "INSERT INTO chunks (turn_id, user_id, ordinal, text, stems)"
+                    " VALUES (%s, %s, %s, %s, to_tsvector('simple', %s)) RETURNING id",
+                    (turn_id, job.user_id, ordinal, text, " ".join(terms.stems(text))),
+                ).fetchone()["id"]
+                if vectors is not None and model is not None:
+                    for part, window in enumerate(vectors[ordinal]):
+                        conn.execute(
+                            "INSERT INTO vectors (chunk_id, user_id, model, part, embedding)"
+                            " VALUES (%s, %s, %s, %s, %s::vector)",
+                            (chunk_id, job.user_id, model, part, _vector(window)),
+                        )
+            conn.execute("UPDATE turns SET indexed_at = now() WHERE id = %s", (turn_id,))
+        return True
+
+    def list_conversations(self, user_id: str) -> list[Conversation]:
+        with self.transaction(user_id) as conn:
+            rows = conn.execute(
+                "SELECT t.conversation_id, count(*) AS n, min(t.at) AS first, max(t.at) AS last"
+                " FROM turns t" + _VISIBLE + " GROUP BY t.conversation_id"
+                " ORDER BY last DESC, t.conversation_id"
+            ).fetchall()
+        return [Conversation(r["conversation_id"], r["n"], r["first"], r["last"]) for r in rows]
+
+    def conversation_turns(self, user_id: str, conversation_id: str) -> list[Turn]:
+        with self.transaction(user_id) as conn:
+            rows = conn.execute(
+                "SELECT t.* FROM turns t"
+                + _VISIBLE
+                + " WHERE t.conversation_id = %s ORDER BY t.seq",
+                (conversation_id,),
+            ).fetchall()
+        return [_turn(r) for r in rows]
+
+    def delete_conversation(self, user_id: str, conversation_id: str) -> bool:
+        with self.transaction(user_id) as conn:
+            done = conn.execute(
+                "UPDATE conversations SET deleted_at = now() WHERE id = %s AND deleted_at IS NULL",
+                (conversation_id,),
+            ).rowcount
+            if done:
+                _enqueue(conn, "purge_conversation", user_id, {"conversation_id": conversation_id})
+        return bool(done)
+
+    def purge_conversation(self, job: Job, worker: str, conversation_id: str) -> bool:
+        with self.transaction(job.user_id) as conn:
+            if not _finish(conn, job, worker):
+                return False
+            row = conn.execute(
+                "SELECT deleted_at FROM conversations WHERE id = %s", (conversation_id,)
+            ).fetchone()
+            if row is None or row["deleted_at"] is None:
+                return True
+            turn_ids = "SELECT id FROM turns WHERE conversation_id = %s"
+            chunk_ids = f"SELECT id FROM chunks WHERE turn_id IN ({turn_ids})"
+            conn.execute(f"DELETE FROM vectors WHERE chunk_id IN ({chunk_ids})", (conversation_id,))
+            conn.execute(f"DELETE FROM chunks WHERE turn_id IN ({turn_ids})", (conversation_id,))
+            conn.execute("DELETE FROM turns WHERE conversation_id = %s", (conversation_id,))
+            conn.execute("DELETE FROM conversations WHERE id = %s", (conversation_id,))
+        return True
+
+    def keyword_search(self, user_id: str, text: str, limit: int) -> list[tuple[int, int, float]]:
+        query = _tsquery(text)
+        if query is None:
+            return []
+        with self.transaction(user_id) as conn:
+            rows = conn.execute(
+                "SELECT c.id, c.turn_id, ts_rank(c.stems, q) AS score"
+                " FROM chunks c, to_tsquery('simple', %s) q, turns t"
+                + _VISIBLE
+                + " WHERE t.id = c.turn_id AND c.stems @@ q ORDER BY score DESC, c.id LIMIT %s",
+                (query, limit),
+            ).fetchall()
+        return [(r["id"], r["turn_id"], float(r["score"])) for r in rows]
+
+    def semantic(self, user_id: str, model: str, query: npt.NDArray[np.float32]) -> PgScorer:
+        return PgScorer(self, user_id, model, _vector(query))
+
+    def turn_context(
+        self, user_id: str, turn_ids: Sequence[int]
+    ) -> tuple[dict[int, list[int]], dict[int, int]]:
+        ids = list(turn_ids)
+        if not ids:
+            return {}, {}
+        with self.transaction(user_id) as conn:
+            pairs = conn.execute(
+                "SELECT t.id, n.id AS neighbor FROM turns t JOIN turns n"
+                " ON n.conversation_id = t.conversation_id AND n.seq IN (t.seq - 1, t.seq + 1)"
+                " WHERE t.id = ANY(%s)",
+                (ids,),
+            ).fetchall()
+            neighbors: dict[int, list[int]] = {}
+            for p in pairs:
+                neighbors.setdefault(p["id"], []).append(p["neighbor"])
+            wanted = sorted(set(ids) | {n for ns in neighbors.values() for n in ns})
+            rows = conn.execute(
+                "SELECT c.id, c.turn_id FROM chunks c JOIN turns t"
+                " ON t.id = c.turn_id" + _VISIBLE + " WHERE c.turn_id = ANY(%s)",
+                (wanted,),
+            ).fetchall()
+        return neighbors, {r["id"]: r["turn_id"] for r in rows}
+
+    def chunk_hits(
+        self, user_id: str, chunk_ids: Sequence[int]
+    ) -> dict[int, tuple[int, str, datetime, str]]:
+        if not chunk_ids:
+            return {}
+        with self.transaction(user_id) as conn:
+            rows = conn.execute(
+                "SELECT c.id, t.id AS turn_id, t.conversation_id, t.at, c.text"
+                " FROM chunks c JOIN turns t ON t.id = c.turn_id"
+                + _VISIBLE
+                + " WHERE c.id = ANY(%s)",
+                (list(chunk_ids),),
+            ).fetchall()
+        return {r["id"]: (r["turn_id"], r["conversation_id"], r["at"], r["text"]) for r in rows}
+
+    def vector_models(self) -> dict[str, int]:
+        with self.pool.connection() as conn:
+            return {
+                r["model"]: r["n"]
+                for r in conn.execute("SELECT * FROM memoro_vector_models()").fetchall()
+            }
+
+    def chunks_missing_vectors(self, model: str, limit: int) -> list[tuple[int, str, str]]:
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT * FROM memoro_chunks_missing(%s, %s)", (model, limit)
+            ).fetchall()
+        return [(r["id"], r["user_id"], r["text"]) for r in rows]
+
+    def count_chunks_missing_vectors(self, model: str) -> tuple[int, int]:
+        with self.pool.connection() as conn:
+            row = conn.execute("SELECT * FROM memoro_count_missing(%s)", (model,)).fetchone()
+        return (row["missing"], row["total"]) if row else (0, 0)
+
+    def replace_vectors(self, model: str, vectors: dict[int, npt.NDArray[np.float32]]) -> None:
+        for chunk_id, windows in vectors.items():
+            with self.pool.connection() as conn:
+                owner = conn.execute("SELECT memoro_chunk_user(%s) AS u", (chunk_id,)).fetchone()
+            if owner is None or owner["u"] is None:
+                continue
+            with self.transaction(owner["u"]) as conn:
+                conn.execute("DELETE FROM vectors WHERE chunk_id = %s", (chunk_id,))
+                for part, window in enumerate(windows):
+                    conn.execute(
+                        "INSERT INTO vectors (chunk_id, user_id, model, part, embedding)"
+                        " VALUES (%s, %s, %s, %s, %s::vector)",
+                        (chunk_id, owner["u"], model, part, _vector(window)),
+                    )
+
+    # -- the job queue -----------------------------------------------------
+
+    def claim_job(self, worker: str, lease_seconds: float) -> Job | None:
+        until = datetime.now(UTC) + timedelta(seconds=lease_seconds)
+        with self.pool.connection() as conn, conn.transaction():
+            row = conn.execute(
+                "UPDATE jobs SET status = 'running', locked_by = %s, locked_until = %s,"
+                " attempts = attempts + 1 WHERE id = ("
+                " SELECT id FROM jobs WHERE (status = 'pending' AND run_after <= now())"
+                " OR (status = 'running' AND locked_until <= now())"
+                " ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING *",
+                (worker, until),
+            ).fetchone()
+        return _job(row) if row else None
+
+    def finish_job(self, job: Job, worker: str) -> bool:
+        with self.pool.connection() as conn, conn.transaction():
+            return _finish(conn, job, worker)
+
+    def release_job(self, job: Job, worker: str, error: str, retry_in: float | None) -> None:
+        with self.pool.connection() as conn, conn.transaction():
+            if retry_in is None:
+                conn.execute(
+                    "UPDATE jobs SET status = 'failed', last_error = %s, locked_by = NULL,"
+                    " locked_until = NULL WHERE id = %s AND locked_by = %s",
+                    (error, job.id, worker),
+                )
+            else:
+                conn.execute(
+                    "UPDATE jobs SET status = 'pending', last_error = %s, run_after ="
+                    " now() + make_interval(secs => %s), locked_by = NULL,"
+                    " locked_until = NULL WHERE id = %s AND locked_by = %s",
+                    (error, retry_in, job.id, worker),
+                )
+
+    def list_jobs(self, status: JobStatus | None = None, *, limit: int = 100) -> list[Job]:
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT * FROM jobs WHERE %s::text IS NULL OR status = %s ORDER BY id LIMIT %s",
+                (status, status, limit),
+            ).fetchall()
+        return [_job(r) for r in rows]
+
+    def count_jobs(self) -> dict[JobStatus, int]:
+        counts = dict.fromkeys(JobStatus, 0)
+        with self.pool.connection() as conn:
+            for r in conn.execute("SELECT status, count(*) AS n FROM jobs GROUP BY status"):
+                counts[JobStatus(r["status"])] = r["n"]
+        return counts
+
+    def retry_job(self, job_id: int) -> bool:
+        with self.pool.connection() as conn, conn.transaction():
+            return bool(
+                conn.execute(
+                    "UPDATE jobs SET status = 'pending', attempts = 0,"
+                    " run_after = now() WHERE id = %s AND status = 'failed'",
+                    (job_id,),
+                ).rowcount
+            )
+
+
+def _enqueue(conn: Any, kind: str, user_id: str, payload: dict[str, object]) -> None:
+    conn.execute(
+        "INSERT INTO jobs (kind, user_id, payload, run_after, created_at)"
+        " VALUES (%s, %s, %s::jsonb, now(), now())",
+        (kind, user_id, json.dumps(payload)),
+    )
+
+
+def _finish(conn: Any, job: Job, worker: str) -> bool:
+    done = conn.execute("DELETE FROM jobs WHERE id = %s AND locked_by = %s", (job.id, worker))
+    return bool(done.rowcount == 1)
