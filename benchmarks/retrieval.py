@@ -154,12 +154,19 @@ def main() -> None:
     parser.add_argument("--data", type=Path, required=True, help="LoCoMo-format JSON file")
     parser.add_argument("--mode", choices=(*MODES, "all"), default="hybrid")
     parser.add_argument("--embedder", default="local", help="local, api or keyword")
+    parser.add_argument(
+        "--database",
+        default="",
+        help="postgresql://… (an empty, migrated database) instead of a temporary SQLite file",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
 
     data = json.loads(args.data.read_text("utf-8"))
     with tempfile.TemporaryDirectory() as home:
-        memoro = Memoro.open(home, embedder=args.embedder, worker=False)
+        memoro = Memoro.open(
+            home, embedder=args.embedder, worker=False, database_url=args.database or None
+        )
         questions = []
         started = time.perf_counter()
         for sample in data:
@@ -188,7 +195,8 @@ def main() -> None:
     if args.json:
         print(json.dumps(results[modes[0]] if len(modes) == 1 else results, indent=2))
     else:
-        print(f"{len(questions)} questions, embedder {args.embedder}")
+        backend = "PostgreSQL" if args.database else "SQLite"
+        print(f"{len(questions)} questions, embedder {args.embedder}, {backend}")
         print(table(results))
 
 

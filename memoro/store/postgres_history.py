@@ -97,7 +97,9 @@ class PgScorer:
 
 
 class PgHistory:
-    """The past-conversation and queue methods of PostgresStore."""
+    """The past-conversation and queue methods of PostgresStore. Every query
+    names its user, even though row-level security would hide other users'
+    rows anyway: RLS is the second wall, not the first."""
 
     pool: Any
 
@@ -117,12 +119,14 @@ class PgHistory:
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (user_id,))
             if key is not None:
                 row = conn.execute(
-                    "SELECT id, conversation_id, seq FROM turns WHERE key = %s", (key,)
+                    "SELECT id, conversation_id, seq FROM turns WHERE user_id = %s AND key = %s",
+                    (user_id, key),
                 ).fetchone()
                 if row:
                     return RecordedTurn(row["id"], row["conversation_id"], row["seq"], False)
             found = conn.execute(
-                "SELECT deleted_at FROM conversations WHERE id = %s", (conversation_id,)
+                "SELECT deleted_at FROM conversations WHERE user_id = %s AND id = %s",
+                (user_id, conversation_id),
             ).fetchone()
             if found is None:
                 conn.execute(
@@ -132,8 +136,9 @@ class PgHistory:
             elif found["deleted_at"] is not None:
                 raise InvalidInput(f"conversation {conversation_id!r} was deleted")
             seq = conn.execute(
-                "SELECT coalesce(max(seq), 0) + 1 AS n FROM turns WHERE conversation_id = %s",
-                (conversation_id,),
+                "SELECT coalesce(max(seq), 0) + 1 AS n FROM turns"
+                " WHERE user_id = %s AND conversation_id = %s",
+                (user_id, conversation_id),
             ).fetchone()["n"]
             turn_id = conn.execute(
                 "INSERT INTO turns (user_id, conversation_id, seq, question, answer, at, key)"
@@ -145,7 +150,9 @@ class PgHistory:
 
     def get_turn(self, user_id: str, turn_id: int) -> Turn | None:
         with self.transaction(user_id) as conn:
-            row = conn.execute("SELECT * FROM turns WHERE id = %s", (turn_id,)).fetchone()
+            row = conn.execute(
+                "SELECT * FROM turns WHERE id = %s AND user_id = %s", (turn_id, user_id)
+            ).fetchone()
         return _turn(row) if row else None
 
     def save_index(
@@ -161,7 +168,10 @@ class PgHistory:
             if not _finish(conn, job, worker):
                 return False
             row = conn.execute(
-                "SELECT t.indexed_at FROM turns t" + _VISIBLE + " WHERE t.id = %s", (turn_id,)
+                "SELECT t.indexed_at FROM turns t"
+                + _VISIBLE
+                + " WHERE t.id = %s AND t.user_id = %s",
+                (turn_id, job.user_id),
             ).fetchone()
             if row is None or row["indexed_at"] is not None:
                 return True
@@ -185,8 +195,9 @@ class PgHistory:
         with self.transaction(user_id) as conn:
             rows = conn.execute(
                 "SELECT t.conversation_id, count(*) AS n, min(t.at) AS first, max(t.at) AS last"
-                " FROM turns t" + _VISIBLE + " GROUP BY t.conversation_id"
-                " ORDER BY last DESC, t.conversation_id"
+                " FROM turns t" + _VISIBLE + " WHERE t.user_id = %s GROUP BY t.conversation_id"
+                " ORDER BY last DESC, t.conversation_id",
+                (user_id,),
             ).fetchall()
         return [Conversation(r["conversation_id"], r["n"], r["first"], r["last"]) for r in rows]
 
@@ -195,16 +206,17 @@ class PgHistory:
             rows = conn.execute(
                 "SELECT t.* FROM turns t"
                 + _VISIBLE
-                + " WHERE t.conversation_id = %s ORDER BY t.seq",
-                (conversation_id,),
+                + " WHERE t.user_id = %s AND t.conversation_id = %s ORDER BY t.seq",
+                (user_id, conversation_id),
             ).fetchall()
         return [_turn(r) for r in rows]
 
     def delete_conversation(self, user_id: str, conversation_id: str) -> bool:
         with self.transaction(user_id) as conn:
             done = conn.execute(
-                "UPDATE conversations SET deleted_at = now() WHERE id = %s AND deleted_at IS NULL",
-                (conversation_id,),
+                "UPDATE conversations SET deleted_at = now()"
+                " WHERE user_id = %s AND id = %s AND deleted_at IS NULL",
+                (user_id, conversation_id),
             ).rowcount
             if done:
                 _enqueue(conn, "purge_conversation", user_id, {"conversation_id": conversation_id})
@@ -215,16 +227,18 @@ class PgHistory:
             if not _finish(conn, job, worker):
                 return False
             row = conn.execute(
-                "SELECT deleted_at FROM conversations WHERE id = %s", (conversation_id,)
+                "SELECT deleted_at FROM conversations WHERE user_id = %s AND id = %s",
+                (job.user_id, conversation_id),
             ).fetchone()
             if row is None or row["deleted_at"] is None:
                 return True
-            turn_ids = "SELECT id FROM turns WHERE conversation_id = %s"
+            mine = (job.user_id, conversation_id)
+            turn_ids = "SELECT id FROM turns WHERE user_id = %s AND conversation_id = %s"
             chunk_ids = f"SELECT id FROM chunks WHERE turn_id IN ({turn_ids})"
-            conn.execute(f"DELETE FROM vectors WHERE chunk_id IN ({chunk_ids})", (conversation_id,))
-            conn.execute(f"DELETE FROM chunks WHERE turn_id IN ({turn_ids})", (conversation_id,))
-            conn.execute("DELETE FROM turns WHERE conversation_id = %s", (conversation_id,))
-            conn.execute("DELETE FROM conversations WHERE id = %s", (conversation_id,))
+            conn.execute(f"DELETE FROM vectors WHERE chunk_id IN ({chunk_ids})", mine)
+            conn.execute(f"DELETE FROM chunks WHERE turn_id IN ({turn_ids})", mine)
+            conn.execute("DELETE FROM turns WHERE user_id = %s AND conversation_id = %s", mine)
+            conn.execute("DELETE FROM conversations WHERE user_id = %s AND id = %s", mine)
         return True
 
     def keyword_search(self, user_id: str, text: str, limit: int) -> list[tuple[int, int, float]]:
@@ -236,8 +250,9 @@ class PgHistory:
                 "SELECT c.id, c.turn_id, ts_rank(c.stems, q) AS score"
                 " FROM chunks c, to_tsquery('simple', %s) q, turns t"
                 + _VISIBLE
-                + " WHERE t.id = c.turn_id AND c.stems @@ q ORDER BY score DESC, c.id LIMIT %s",
-                (query, limit),
+                + " WHERE t.id = c.turn_id AND c.user_id = %s AND c.stems @@ q"
+                " ORDER BY score DESC, c.id LIMIT %s",
+                (query, user_id, limit),
             ).fetchall()
         return [(r["id"], r["turn_id"], float(r["score"])) for r in rows]
 
@@ -253,9 +268,9 @@ class PgHistory:
         with self.transaction(user_id) as conn:
             pairs = conn.execute(
                 "SELECT t.id, n.id AS neighbor FROM turns t JOIN turns n"
-                " ON n.conversation_id = t.conversation_id AND n.seq IN (t.seq - 1, t.seq + 1)"
-                " WHERE t.id = ANY(%s)",
-                (ids,),
+                " ON n.user_id = t.user_id AND n.conversation_id = t.conversation_id"
+                " AND n.seq IN (t.seq - 1, t.seq + 1) WHERE t.user_id = %s AND t.id = ANY(%s)",
+                (user_id, ids),
             ).fetchall()
             neighbors: dict[int, list[int]] = {}
             for p in pairs:
@@ -263,8 +278,8 @@ class PgHistory:
             wanted = sorted(set(ids) | {n for ns in neighbors.values() for n in ns})
             rows = conn.execute(
                 "SELECT c.id, c.turn_id FROM chunks c JOIN turns t"
-                " ON t.id = c.turn_id" + _VISIBLE + " WHERE c.turn_id = ANY(%s)",
-                (wanted,),
+                " ON t.id = c.turn_id" + _VISIBLE + " WHERE c.user_id = %s AND c.turn_id = ANY(%s)",
+                (user_id, wanted),
             ).fetchall()
         return neighbors, {r["id"]: r["turn_id"] for r in rows}
 
@@ -278,8 +293,8 @@ class PgHistory:
                 "SELECT c.id, t.id AS turn_id, t.conversation_id, t.at, c.text"
                 " FROM chunks c JOIN turns t ON t.id = c.turn_id"
                 + _VISIBLE
-                + " WHERE c.id = ANY(%s)",
-                (list(chunk_ids),),
+                + " WHERE c.user_id = %s AND c.id = ANY(%s)",
+                (user_id, list(chunk_ids)),
             ).fetchall()
         return {r["id"]: (r["turn_id"], r["conversation_id"], r["at"], r["text"]) for r in rows}
 
