@@ -171,3 +171,52 @@ def test_the_cli_runs_on_postgresql(postgres: tuple[str, str]) -> None:
         cli, ["memory", "show", "-u", "ann"], env={"MEMORO_DATABASE_URL": "mysql://x"}
     )
     assert bad.exit_code == 1 and "postgresql://" in bad.stderr
+
+
+WORKER = """
+import sys
+from memoro.history.worker import Worker
+from memoro.store.postgres import PostgresStore
+from memoro.testing import HashEmbedder
+Worker(PostgresStore(sys.argv[1]), HashEmbedder(delay=0.02), lease_seconds=1.0).run_forever()
+"""
+
+
+def test_a_worker_killed_mid_job_has_its_job_finished_by_another(
+    postgres: tuple[str, str],
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from memoro.history.worker import Worker
+    from memoro.testing import HashEmbedder
+
+    admin, app = postgres
+    pg.clean(admin)
+    store = PostgresStore(app)
+    turns = [
+        store.record_turn(f"user{i % 3}", "c", f"turn {i} " * 50, "ok", datetime.now(UTC))
+        for i in range(40)
+    ]
+    with (
+        subprocess.Popen([sys.executable, "-c", WORKER, app]) as proc,
+        psycopg.connect(admin, autocommit=True) as probe,
+    ):
+        deadline = time.monotonic() + 60
+        while probe.execute("SELECT count(*) FROM chunks").fetchone() < (5,):
+            assert time.monotonic() < deadline, "the worker made no progress"
+            time.sleep(0.005)
+        os.kill(proc.pid, signal.SIGKILL)
+    survivor = Worker(store, HashEmbedder(), lease_seconds=1.0)
+    deadline = time.monotonic() + 60
+    while sum(store.count_jobs().values()):
+        assert time.monotonic() < deadline, "a job was lost"
+        survivor.run_until_idle()
+        time.sleep(0.05)  # the dead worker's lease runs out after a second
+    with psycopg.connect(admin) as conn:
+        rows = conn.execute("SELECT turn_id, count(*) FROM chunks GROUP BY turn_id").fetchall()
+    assert sorted(rows) == sorted((t.turn_id, 1) for t in turns)
+    store.close()
