@@ -53,6 +53,18 @@ class StoredBlock:
         return etag(self.text)
 
 
+def block_json(stored: StoredBlock | None) -> dict[str, object]:
+    """A user's block as the API and the CLI show it; no block is empty."""
+    return {
+        "block": stored.text if stored else "",
+        "count": stored.count if stored else 0,
+        "limit": LIMIT,
+        "etag": etag(stored.text if stored else None),
+        "updated_at": stored.updated_at.isoformat() if stored else None,
+        "updated_by": stored.updated_by.value if stored else None,
+    }
+
+
 @dataclass(frozen=True)
 class AuditRecord:
     """What the store must record with a write or delete (M9).

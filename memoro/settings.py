@@ -24,7 +24,6 @@ class Setting:
     help: str
     metavar: str = "TEXT"
     choices: tuple[str, ...] = ()
-    secret: bool = False
 
     @property
     def option(self) -> str:
@@ -47,7 +46,6 @@ SETTINGS: tuple[Setting, ...] = (
         help="postgresql://… to keep everything in PostgreSQL (needs memoro[postgres]; run"
         " `memoro migrate` first); empty for the SQLite file under the home directory.",
         metavar="URL",
-        secret=True,
     ),
     Setting(
         name="embedder",
@@ -76,7 +74,6 @@ SETTINGS: tuple[Setting, ...] = (
         default="",
         help="API key for the embeddings endpoint (embedder api); prefer the variable.",
         metavar="KEY",
-        secret=True,
     ),
     Setting(
         name="auth",
@@ -92,7 +89,6 @@ SETTINGS: tuple[Setting, ...] = (
         default="",
         help="Shared secret that signs user tokens (auth token); at least 32 characters.",
         metavar="SECRET",
-        secret=True,
     ),
     Setting(
         name="local_user",
@@ -129,7 +125,6 @@ SETTINGS: tuple[Setting, ...] = (
         default="",
         help="API key for the chat endpoint; prefer the variable.",
         metavar="KEY",
-        secret=True,
     ),
     Setting(
         name="worker",
@@ -140,8 +135,6 @@ SETTINGS: tuple[Setting, ...] = (
         choices=("thread", "off"),
     ),
 )
-
-BY_NAME = {s.name: s for s in SETTINGS}
 
 
 @dataclass(frozen=True)

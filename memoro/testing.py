@@ -45,7 +45,6 @@ class HashEmbedder:
         self.window_chars = window_chars
         self.delay = delay
         self.fail_on = fail_on
-        self.calls = 0
 
     def _vector(self, text: str) -> Floats:
         v = np.zeros(self.dim, dtype=np.float32)
@@ -56,7 +55,6 @@ class HashEmbedder:
         return v / norm if norm else v
 
     def embed_documents(self, texts: Sequence[str]) -> list[Floats]:
-        self.calls += 1
         if self.delay:
             time.sleep(self.delay)
         out = []

@@ -14,7 +14,7 @@ import click
 from memoro import block
 from memoro.cli._app import cli, emit_raw, open_memoro, print_json, read_stdin, user_option
 from memoro.errors import BlockChanged
-from memoro.models import Writer
+from memoro.models import Writer, block_json
 from memoro.tools import render_delete, render_write
 
 
@@ -34,17 +34,7 @@ def memory_show(ctx: click.Context, user: str, as_json: bool) -> None:
     """
     stored = open_memoro(ctx).read_block(user)
     if as_json:
-        print_json(
-            {
-                "user": user,
-                "block": stored.text if stored else "",
-                "count": stored.count if stored else 0,
-                "limit": block.LIMIT,
-                "etag": block.etag(stored.text if stored else None),
-                "updated_at": stored.updated_at.isoformat() if stored else None,
-                "updated_by": stored.updated_by.value if stored else None,
-            }
-        )
+        print_json({"user": user, **block_json(stored)})
     elif stored:
         emit_raw(stored.text)
 

@@ -11,8 +11,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from memoro import block
-from memoro.models import Writer
+from memoro.models import Writer, block_json
 from memoro.prompt import SystemPrompt
 from memoro.service import Memoro
 from memoro.tools import TOOLS, anthropic_tools, openai_tools
@@ -148,17 +147,9 @@ class ToolCallOut(BaseModel):
 
 
 def _block_out(memoro: Memoro, user: str, response: Response) -> BlockOut:
-    stored = memoro.read_block(user)
-    text = stored.text if stored else ""
-    response.headers["ETag"] = f'"{block.etag(stored.text if stored else None)}"'
-    return BlockOut(
-        block=text,
-        count=block.char_count(text),
-        limit=block.LIMIT,
-        etag=block.etag(stored.text if stored else None),
-        updated_at=stored.updated_at if stored else None,
-        updated_by=stored.updated_by.value if stored else None,
-    )
+    shown = BlockOut.model_validate(block_json(memoro.read_block(user)))
+    response.headers["ETag"] = f'"{shown.etag}"'
+    return shown
 
 
 def _etag(if_match: str | None) -> str | None:

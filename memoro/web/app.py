@@ -159,7 +159,11 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
         if auth.mode == "token" and auth.signer is not None:
             cookie = request.cookies.get(SESSION_COOKIE, "")
             csrf = auth.signer.verify(cookie, kind="session").csrf or "" if cookie else ""
-        text = _read(name).replace("{{csrf}}", html.escape(csrf, quote=True))
+        text = (
+            _read(name)
+            .replace("{{nav}}", _nav(request.url.path))
+            .replace("{{csrf}}", html.escape(csrf, quote=True))
+        )
         return HTMLResponse(text, headers={"Cache-Control": "no-store"})
 
     @app.get("/", include_in_schema=False)
@@ -206,6 +210,19 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
     # mounted last, so /static/block-rules.js above is served by its route
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     return app
+
+
+PAGES = (("/memory", "Memory"), ("/conversations", "Conversations"), ("/chat", "Chat"))
+
+
+def _nav(current: str) -> str:
+    """The section links every page starts with; the current one is marked."""
+    marked = ' aria-current="page"'
+    links = [
+        f'    <a href="{path}"{marked if path == current else ""}>{label}</a>'
+        for path, label in PAGES
+    ]
+    return '  <nav aria-label="Sections">\n' + "\n".join(links) + "\n  </nav>"
 
 
 def _read(name: str) -> str:

@@ -65,26 +65,17 @@ CREATE TABLE jobs (
 );
 CREATE INDEX jobs_ready ON jobs (status, id);
 
-ALTER TABLE conversations ENABLE ROW LEVEL SECURITY;
-ALTER TABLE conversations FORCE ROW LEVEL SECURITY;
-CREATE POLICY one_user ON conversations
-    USING (user_id = current_setting('memoro.user_id', true))
-    WITH CHECK (user_id = current_setting('memoro.user_id', true));
-ALTER TABLE turns ENABLE ROW LEVEL SECURITY;
-ALTER TABLE turns FORCE ROW LEVEL SECURITY;
-CREATE POLICY one_user ON turns
-    USING (user_id = current_setting('memoro.user_id', true))
-    WITH CHECK (user_id = current_setting('memoro.user_id', true));
-ALTER TABLE chunks ENABLE ROW LEVEL SECURITY;
-ALTER TABLE chunks FORCE ROW LEVEL SECURITY;
-CREATE POLICY one_user ON chunks
-    USING (user_id = current_setting('memoro.user_id', true))
-    WITH CHECK (user_id = current_setting('memoro.user_id', true));
-ALTER TABLE vectors ENABLE ROW LEVEL SECURITY;
-ALTER TABLE vectors FORCE ROW LEVEL SECURITY;
-CREATE POLICY one_user ON vectors
-    USING (user_id = current_setting('memoro.user_id', true))
-    WITH CHECK (user_id = current_setting('memoro.user_id', true));
+DO $$
+DECLARE name text;
+BEGIN
+    FOREACH name IN ARRAY ARRAY['conversations', 'turns', 'chunks', 'vectors'] LOOP
+        EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', name);
+        EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', name);
+        EXECUTE format('CREATE POLICY one_user ON %I'
+            ' USING (user_id = current_setting(''memoro.user_id'', true))'
+            ' WITH CHECK (user_id = current_setting(''memoro.user_id'', true))', name);
+    END LOOP;
+END $$;
 
 -- Maintenance across users (status, reindex) goes through these doors, owned
 -- by the migrating role, instead of weakening the policies.
