@@ -11,6 +11,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from memoro import block
 from memoro.errors import BlockChanged, InvalidInput, InvalidUser
 from memoro.history import search as history_search
@@ -298,9 +301,11 @@ class Memoro:
             if not todo:
                 return done
             vectors = self.embedder.embed_documents([text for _, _, text in todo])
-            self.store.replace_vectors(
-                model, {c: v for (c, _, _), v in zip(todo, vectors, strict=True)}
-            )
+            by_user: dict[str, dict[int, npt.NDArray[np.float32]]] = {}
+            for (chunk_id, user_id, _), v in zip(todo, vectors, strict=True):
+                by_user.setdefault(user_id, {})[chunk_id] = v
+            for user_id, mine in by_user.items():
+                self.store.replace_vectors(model, user_id, mine)
             done += len(todo)
             if progress is not None:
                 progress(len(todo))

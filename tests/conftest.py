@@ -38,7 +38,7 @@ def postgres() -> Iterator[tuple[str, str]]:
     yield from pg.start()
 
 
-@pytest.fixture(params=["sqlite", "postgres", "postgres-owner"])
+@pytest.fixture(params=["sqlite", "postgres", "postgres-superuser"])
 def block_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     """A store on every backend that has the block: the contract suite and
     the block's service rules run once per backend."""
@@ -64,7 +64,7 @@ def memoro(store: SqliteStore, tmp_path: Path) -> Iterator[Memoro]:
     service.close()
 
 
-@pytest.fixture(params=["sqlite", "postgres", "postgres-owner"])
+@pytest.fixture(params=["sqlite", "postgres", "postgres-superuser"])
 def history(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memoro]:
     """The service on each backend, with a deterministic fake embedder and no
     background thread: tests index with ``index_pending()``."""
@@ -82,9 +82,9 @@ def _backend(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
 
     admin, app = request.getfixturevalue("postgres")
     pg.clean(admin)
-    # "postgres-owner" connects as the superuser, which row-level security does
+    # "postgres-superuser" connects as the superuser, which row-level security does
     # not restrict: every query must still keep to its own user by itself
-    return PostgresStore(admin if request.param == "postgres-owner" else app)
+    return PostgresStore(admin if request.param == "postgres-superuser" else app)
 
 
 @pytest.fixture

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -62,7 +64,7 @@ def test_migrations_run_once(postgres: tuple[str, str]) -> None:
     migrate(admin)  # already applied by the session fixture: nothing happens
     with psycopg.connect(admin) as conn:
         rows = conn.execute("SELECT version, name FROM schema_migrations").fetchall()
-    assert rows == [(1, "block"), (2, "history")]
+    assert rows == [(1, "block"), (2, "history"), (3, "keywords")]
 
 
 def test_past_conversations_are_behind_the_same_wall(postgres: tuple[str, str]) -> None:
@@ -175,48 +177,249 @@ def test_the_cli_runs_on_postgresql(postgres: tuple[str, str]) -> None:
 
 WORKER = """
 import sys
-from memoro.history.worker import Worker
+from memoro.history import worker
 from memoro.store.postgres import PostgresStore
 from memoro.testing import HashEmbedder
-Worker(PostgresStore(sys.argv[1]), HashEmbedder(delay=0.02), lease_seconds=1.0).run_forever()
+url, delay, lease, poll = sys.argv[1], *map(float, sys.argv[2:5])
+worker.IDLE_POLL_SECONDS = poll
+store = PostgresStore(url)
+worker.Worker(store, HashEmbedder(delay=delay), lease_seconds=lease).run_forever()
 """
 
 
-def test_a_worker_killed_mid_job_has_its_job_finished_by_another(
-    postgres: tuple[str, str],
-) -> None:
-    import os
-    import signal
+def _worker(url: str, *, delay: float, lease: float, poll: float) -> Any:
     import subprocess
     import sys
+
+    return subprocess.Popen([sys.executable, "-c", WORKER, url, str(delay), str(lease), str(poll)])
+
+
+def _listening(admin: str, count: int) -> None:
+    """Wait until ``count`` workers LISTEN for jobs."""
     import time
 
-    from memoro.history.worker import Worker
-    from memoro.testing import HashEmbedder
+    deadline = time.monotonic() + 30
+    with psycopg.connect(admin, autocommit=True) as conn:
+        while True:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE query = 'LISTEN memoro_jobs'"
+            ).fetchone()
+            if row and row[0] >= count:
+                return
+            assert time.monotonic() < deadline, "the workers never listened"
+            time.sleep(0.02)
+
+
+def test_notify_wakes_an_idle_worker_in_another_process(postgres: tuple[str, str]) -> None:
+    """The worker polls only once a minute here: a turn indexed within
+    seconds was announced by NOTIFY."""
+    import time
 
     admin, app = postgres
     pg.clean(admin)
     store = PostgresStore(app)
-    turns = [
-        store.record_turn(f"user{i % 3}", "c", f"turn {i} " * 50, "ok", datetime.now(UTC))
-        for i in range(40)
-    ]
-    with (
-        subprocess.Popen([sys.executable, "-c", WORKER, app]) as proc,
-        psycopg.connect(admin, autocommit=True) as probe,
-    ):
-        deadline = time.monotonic() + 60
-        while probe.execute("SELECT count(*) FROM chunks").fetchone() < (5,):
-            assert time.monotonic() < deadline, "the worker made no progress"
-            time.sleep(0.005)
-        os.kill(proc.pid, signal.SIGKILL)
-    survivor = Worker(store, HashEmbedder(), lease_seconds=1.0)
-    deadline = time.monotonic() + 60
-    while sum(store.count_jobs().values()):
-        assert time.monotonic() < deadline, "a job was lost"
-        survivor.run_until_idle()
-        time.sleep(0.05)  # the dead worker's lease runs out after a second
-    with psycopg.connect(admin) as conn:
-        rows = conn.execute("SELECT turn_id, count(*) FROM chunks GROUP BY turn_id").fetchall()
-    assert sorted(rows) == sorted((t.turn_id, 1) for t in turns)
+    with _worker(app, delay=0, lease=60, poll=60) as proc:
+        try:
+            _listening(admin, 1)
+            time.sleep(0.2)  # past its first look at the queue
+            turn = store.record_turn("ann", "c", "wake up", "ok", datetime.now(UTC))
+            deadline = time.monotonic() + 10
+            while not store.get_turn("ann", turn.turn_id).indexed:  # type: ignore[union-attr]
+                assert time.monotonic() < deadline, "NOTIFY did not wake the worker"
+                time.sleep(0.01)
+        finally:
+            proc.kill()
     store.close()
+
+
+def test_four_worker_processes_index_2000_turns_exactly_once(postgres: tuple[str, str]) -> None:
+    """Four `memoro worker`-like processes drain 2,000 turns queued while
+    they run, woken by NOTIFY; one is SIGKILLed while it holds a job, which
+    another takes over when its lease runs out. Every turn ends indexed
+    exactly once and no job is lost or set aside."""
+    import os
+    import signal
+    import time
+
+    admin, app = postgres
+    pg.clean(admin)
+    store = PostgresStore(app, max_size=4)
+    procs = [_worker(app, delay=0.002, lease=2, poll=1) for _ in range(4)]
+    try:
+        _listening(admin, 4)
+        turns = [
+            store.record_turn(
+                f"user{i % 25}", f"c{i % 40}", f"turn {i} about herons", "ok", datetime.now(UTC)
+            )
+            for i in range(2000)
+        ]
+        victim = procs[0]
+        deadline = time.monotonic() + 60
+        with psycopg.connect(admin, autocommit=True) as probe:
+            while True:  # freeze the victim; kill it only while it holds a job
+                assert time.monotonic() < deadline, "the victim never held a job"
+                os.kill(victim.pid, signal.SIGSTOP)
+                held = probe.execute(
+                    "SELECT id FROM jobs WHERE status = 'running' AND locked_by LIKE %s",
+                    (f"%:{victim.pid}:%",),
+                ).fetchone()
+                if held:
+                    break
+                os.kill(victim.pid, signal.SIGCONT)
+                time.sleep(0.01)
+            os.kill(victim.pid, signal.SIGKILL)
+            victim.wait()
+            deadline = time.monotonic() + 120
+            while probe.execute("SELECT count(*) FROM jobs").fetchone() != (0,):
+                assert time.monotonic() < deadline, "jobs were left in the queue"
+                time.sleep(0.05)
+            rows = probe.execute("SELECT turn_id, count(*) FROM chunks GROUP BY turn_id").fetchall()
+            unindexed = probe.execute(
+                "SELECT count(*) FROM turns WHERE indexed_at IS NULL"
+            ).fetchone()
+        assert all(p.poll() is None for p in procs[1:])  # the others never crashed
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+    assert sorted(rows) == sorted((t.turn_id, 1) for t in turns)
+    assert unindexed == (0,)
+    store.close()
+
+
+def _corpus(seed: int) -> list[tuple[str, str, str, str]]:
+    """(user, conversation, question, answer): Zipf-distributed words so that
+    document frequencies matter, plus CJK runs and IDs that match as groups."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    vocabulary = [f"word{i}" for i in range(300)] + ["東京", "大阪", "ZX-4471-QP", "AB-12"]
+    weights = 1 / np.arange(1, len(vocabulary) + 1)
+    weights /= weights.sum()
+    rows = []
+    for i in range(240):
+        words = rng.choice(vocabulary, int(rng.integers(3, 40)), p=weights)
+        rows.append((f"user{i % 3}", f"c{i % 11}", f"turn {i}: " + " ".join(words), "noted"))
+    return rows
+
+
+def _keyword_results(memoro: Any, queries: list[str]) -> list[dict[str, float]]:
+    results = []
+    for user in ("user0", "user1"):
+        for query in queries:
+            hits = memoro.store.keyword_search(user, query, 500)
+            texts = memoro.store.chunk_hits(user, [c for c, _, _ in hits])
+            results.append({texts[c][3]: score for c, _, score in hits})
+    return results
+
+
+QUERIES = [
+    "word0 word7",
+    "word3",
+    "word120 word250 word299",
+    "東京",
+    "大阪の東京",
+    "ZX-4471-QP",
+    "word1 AB-12 word2",
+    "turn 17",
+    "nothing-here",
+]
+
+
+def _assert_same_ranking(left: list[dict[str, float]], right: list[dict[str, float]]) -> None:
+    for mine, theirs in zip(left, right, strict=True):
+        assert mine.keys() == theirs.keys()
+        for text, score in mine.items():
+            assert score == pytest.approx(theirs[text], rel=1e-5), text
+
+
+def test_keyword_search_ranks_as_on_sqlite(postgres: tuple[str, str], tmp_path: Path) -> None:
+    """BM25 with each user's own statistics gives the same chunks with the
+    same scores on both backends, also after a conversation is deleted."""
+    from memoro.service import Memoro
+    from memoro.settings import Settings
+    from memoro.store.sqlite import SqliteStore
+
+    admin, app = postgres
+    pg.clean(admin)
+    backends = [
+        Memoro(
+            SqliteStore(tmp_path / "m.db"), Settings(home=tmp_path), embedder=None, worker=False
+        ),
+        Memoro(PostgresStore(app), Settings(home=tmp_path), embedder=None, worker=False),
+    ]
+    for memoro in backends:
+        for user, conversation, question, answer in _corpus(7):
+            memoro.record_turn(user, conversation, question, answer)
+        memoro.index_pending()
+    sqlite, postgresql = (_keyword_results(m, QUERIES) for m in backends)
+    assert sum(map(len, sqlite)) > 200  # the queries find plenty
+    _assert_same_ranking(sqlite, postgresql)
+    for memoro in backends:
+        memoro.delete_conversation("user0", "c3")
+    before = sqlite
+    sqlite, postgresql = (_keyword_results(m, QUERIES) for m in backends)
+    assert sqlite != before  # fewer chunks: other scores change too
+    _assert_same_ranking(sqlite, postgresql)
+    for memoro in backends:
+        memoro.index_pending()  # the purge
+    _assert_same_ranking(sqlite, _keyword_results(backends[1], QUERIES))
+    for memoro in backends:
+        memoro.close()
+
+
+def test_migration_3_gives_older_chunks_their_keywords(
+    postgres: tuple[str, str], tmp_path: Path
+) -> None:
+    """A database indexed under schema 2 (tsvector stems) is searchable after
+    ``memoro migrate``, ranked as if indexed today, its deleted conversation
+    left out — and the migration runs as an owner held by row-level security."""
+    from memoro.history.chunking import chunk, turn_text
+    from memoro.service import Memoro
+    from memoro.settings import Settings
+    from memoro.store import migrations
+    from memoro.store import postgres as backend
+    from memoro.store.sqlite import SqliteStore
+
+    admin, _ = postgres
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS memoro_v2")
+        conn.execute(f"CREATE DATABASE memoro_v2 OWNER {pg.OWNER_ROLE}")
+    with psycopg.connect(pg.in_database(admin, "memoro_v2"), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION vector")
+    owner = pg.in_database(pg.as_role(admin, pg.OWNER_ROLE), "memoro_v2")
+    backend._apply(owner, migrations.load("postgres")[:2])
+    corpus = _corpus(11)
+    with psycopg.connect(owner) as conn:
+        for n, (user, conversation, question, answer) in enumerate(corpus, 1):
+            conn.execute("SELECT set_config('memoro.user_id', %s, false)", (user,))
+            conn.execute(
+                "INSERT INTO conversations VALUES (%s, %s, now(), NULL) ON CONFLICT DO NOTHING",
+                (user, conversation),
+            )
+            conn.execute(
+                "INSERT INTO turns (user_id, conversation_id, seq, question, answer, at,"
+                " indexed_at) VALUES (%s, %s, %s, %s, %s, now(), now())",
+                (user, conversation, n, question, answer),
+            )
+            for ordinal, text in enumerate(chunk(turn_text(question, answer))):
+                conn.execute(
+                    "INSERT INTO chunks (turn_id, user_id, ordinal, text, stems)"
+                    " VALUES (%s, %s, %s, %s, to_tsvector('simple', %s))",
+                    (n, user, ordinal, text, text),
+                )
+        conn.execute("SELECT set_config('memoro.user_id', 'user0', false)")
+        conn.execute("UPDATE conversations SET deleted_at = now() WHERE id = 'c3'")
+    backend.migrate(owner)
+
+    expected = Memoro(
+        SqliteStore(tmp_path / "m.db"), Settings(home=tmp_path), embedder=None, worker=False
+    )
+    for user, conversation, question, answer in corpus:
+        expected.record_turn(user, conversation, question, answer)
+    expected.index_pending()
+    expected.delete_conversation("user0", "c3")
+    migrated = Memoro(PostgresStore(owner), Settings(home=tmp_path), embedder=None, worker=False)
+    _assert_same_ranking(_keyword_results(expected, QUERIES), _keyword_results(migrated, QUERIES))
+    expected.close()
+    migrated.close()

@@ -157,6 +157,10 @@ STOPWORDS = frozenset(
 )
 
 MAX_QUERY_TERMS = 64
+
+K1 = 1.2
+B = 0.75
+"""BM25's parameters, the same on every backend."""
 _STEMMER = snowballstemmer.stemmer("english")
 
 

@@ -1,7 +1,8 @@
 """The worker that drains the durable job queue: index a finished turn
 (chunk, embed, store — no LLM involved, C2) or purge a deleted conversation
 (C6). It runs in a thread inside ``memoro serve``/the Python API, or as its
-own process (``memoro worker``); any number can share one database.
+own process (``memoro worker``); any number can share one database. On
+PostgreSQL, a worker is woken by NOTIFY the moment any process queues a job.
 
 A job that fails is retried with exponential backoff; after MAX_ATTEMPTS it
 is set aside as failed with its error (``memoro jobs``) and never blocks the
@@ -121,6 +122,14 @@ class Worker:
             self._thread = None
 
     def _loop(self) -> None:
+        # on PostgreSQL, NOTIFY wakes the worker as soon as any process queues
+        # a job; polling stays for retries that come due and for SQLite
+        threading.Thread(
+            target=self.store.listen_for_jobs,
+            args=(self._wake.set, self._stop),
+            name="memoro-job-listener",
+            daemon=True,
+        ).start()
         while not self._stop.is_set():
             try:
                 self.run_until_idle()

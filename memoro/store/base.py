@@ -10,7 +10,8 @@ skips deleted conversations (C5, C6).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol
@@ -158,11 +159,20 @@ class Store(Protocol):
         """(chunks without a vector from ``model``, all chunks)."""
         ...
 
-    def replace_vectors(self, model: str, vectors: dict[int, npt.NDArray[np.float32]]) -> None:
-        """Give chunks new vectors from ``model``, dropping older ones."""
+    def replace_vectors(
+        self, model: str, user_id: str, vectors: dict[int, npt.NDArray[np.float32]]
+    ) -> None:
+        """Give chunks of ``user_id`` new vectors from ``model``, dropping
+        older ones (a chunk that is gone, or another user's, is skipped)."""
         ...
 
     # -- the job queue -----------------------------------------------------
+
+    def listen_for_jobs(self, wake: Callable[[], None], stop: threading.Event) -> None:
+        """Call ``wake`` whenever any process may have queued a job, until
+        ``stop`` is set. Returns at once on a backend that cannot notify
+        other processes (workers there poll)."""
+        ...
 
     def claim_job(self, worker: str, lease_seconds: float) -> Job | None:
         """Take the oldest due job (or one whose lease ran out)."""

@@ -20,9 +20,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memoro.errors import ConfigError, MigrationError, StoreError
-from memoro.models import AuditEntry, AuditRecord, Operation, StoredBlock, Writer
-from memoro.store import migrations
-from memoro.store.postgres_history import PgHistory
 
 try:
     import psycopg
@@ -30,6 +27,11 @@ try:
     from psycopg_pool import ConnectionPool
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ConfigError("PostgreSQL needs: pip install 'memoro[postgres]'") from exc
+
+from memoro.history import terms
+from memoro.models import AuditEntry, AuditRecord, Operation, StoredBlock, Writer
+from memoro.store import migrations
+from memoro.store.postgres_history import PgHistory, insert_postings
 
 
 def migrate(url: str) -> None:
@@ -58,10 +60,47 @@ def _apply(url: str, known: list[migrations.Migration]) -> None:
         for migration in known:
             if migration.version not in applied:
                 conn.execute(migration.sql.encode())
+                if migration.name == "keywords":
+                    _backfill_keywords(conn)
                 conn.execute(
                     "INSERT INTO schema_migrations VALUES (%s, %s, now())",
                     (migration.version, migration.name),
                 )
+
+
+_OWNED = ("conversations", "turns", "chunks", "postings")
+
+
+def _backfill_keywords(conn: psycopg.Connection[Any]) -> None:
+    """Terms, postings and per-user statistics for chunks indexed before
+    migration 3 (term ids are computed in Python, so SQL alone cannot)."""
+    # The owner of FORCE'd tables is held by their policies; lift that for
+    # this transaction only, so the backfill reads and writes every user.
+    for table in _OWNED:
+        conn.execute(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY")
+    rows = conn.execute(
+        "SELECT c.id, c.user_id, c.text, cv.deleted_at IS NULL FROM chunks c"
+        " JOIN turns t ON t.id = c.turn_id"
+        " JOIN conversations cv ON cv.user_id = t.user_id AND cv.id = t.conversation_id"
+    ).fetchall()
+    for chunk_id, user_id, text, visible in rows:
+        found = terms.chunk_terms(text)
+        conn.execute(
+            "UPDATE chunks SET terms = %s, length = %s WHERE id = %s",
+            (found.ids.tolist(), found.length, chunk_id),
+        )
+        if visible:
+            insert_postings(conn, user_id, chunk_id, found)
+    conn.execute(
+        "INSERT INTO history_users SELECT c.user_id,"
+        " count(*) FILTER (WHERE cv.deleted_at IS NULL),"
+        " coalesce(sum(c.length) FILTER (WHERE cv.deleted_at IS NULL), 0)"
+        " FROM chunks c JOIN turns t ON t.id = c.turn_id"
+        " JOIN conversations cv ON cv.user_id = t.user_id AND cv.id = t.conversation_id"
+        " GROUP BY c.user_id"
+    )
+    for table in _OWNED:
+        conn.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
 
 
 def _block(row: dict[str, Any] | None) -> StoredBlock | None:

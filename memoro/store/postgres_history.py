@@ -1,24 +1,35 @@
 """Past conversations and the job queue on PostgreSQL: the same contract as
-SQLite, in SQL. Keyword search ranks memoro's own stems (a 'simple' tsvector
-with a GIN index; any text is a valid query because only word stems reach
-``to_tsquery``); semantic search is exact per user with pgvector, so no
-approximate index can return too few or wrong rows. Workers claim jobs with
-FOR UPDATE SKIP LOCKED and take over a job whose lease ran out."""
+SQLite, in SQL. Keyword search is BM25 over postings of memoro's own term
+ids with each user's own statistics — the same ranking as SQLite's in-memory
+index, so both backends find the same turns; semantic search is exact per
+user with pgvector, so no approximate index can return too few or wrong rows.
+Workers claim jobs with FOR UPDATE SKIP LOCKED, take over a job whose lease
+ran out, and are woken by NOTIFY when a job is queued."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+import logging
+import math
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import psycopg
 
 from memoro.errors import InvalidInput
 from memoro.history import terms
 from memoro.models import Conversation, Job, JobStatus, RecordedTurn, Turn
+
+log = logging.getLogger("memoro.worker")
+
+JOBS_CHANNEL = "memoro_jobs"
+LISTEN_TIMEOUT = 1.0
+"""Seconds between checks whether the listener should stop."""
 
 _VISIBLE = (
     " JOIN conversations cv ON cv.user_id = t.user_id AND cv.id = t.conversation_id"
@@ -30,9 +41,31 @@ def _vector(v: npt.NDArray[np.float32]) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in np.asarray(v, dtype=np.float32)) + "]"
 
 
-def _tsquery(text: str) -> str | None:
-    found = list(dict.fromkeys(terms.stems(text)))[: terms.MAX_QUERY_TERMS]
-    return " | ".join(f"'{w}'" for w in found) if found else None
+# BM25 over one user's postings: w(term, idf) holds the query's terms; the
+# user's average chunk length comes in as a parameter.
+_BM25 = (
+    "SELECT s.chunk_id, c.turn_id, s.score FROM ("
+    " SELECT p.chunk_id, sum(w.idf * p.tf * %(k1)s::float8 / (p.tf + %(k)s::float8 * ("
+    "  1 - %(b)s::float8 + %(b)s::float8 * p.length / %(avg)s::float8)))"
+    "  + coalesce(max(g.bonus), 0) AS score"
+    " FROM postings p JOIN unnest(%(terms)s::bigint[], %(idf)s::float8[]) w (term, idf)"
+    "  ON p.term = w.term"
+    " LEFT JOIN unnest(%(grouped)s::bigint[], %(bonus)s::float8[]) g (chunk_id, bonus)"
+    "  ON g.chunk_id = p.chunk_id"
+    " WHERE p.user_id = %(user)s GROUP BY p.chunk_id"
+    " ORDER BY score DESC, p.chunk_id LIMIT %(limit)s) s"
+    " JOIN chunks c ON c.id = s.chunk_id AND c.user_id = %(user)s"
+    " ORDER BY s.score DESC, s.chunk_id"
+)
+
+
+def insert_postings(conn: Any, user_id: str, chunk_id: int, found: terms.ChunkTerms) -> None:
+    """A chunk's keyword postings: one row per distinct term."""
+    conn.execute(
+        "INSERT INTO postings (user_id, term, chunk_id, tf, length)"
+        " SELECT %s, t, %s, n, %s FROM unnest(%s::bigint[], %s::integer[]) x (t, n)",
+        (user_id, chunk_id, found.length, found.ids.tolist(), found.counts.tolist()),
+    )
 
 
 def _turn(row: dict[str, Any]) -> Turn:
@@ -164,31 +197,44 @@ class PgHistory:
         vectors: Sequence[npt.NDArray[np.float32]] | None,
         model: str | None,
     ) -> bool:
-        with self.transaction(job.user_id) as conn:
+        user_id = job.user_id
+        with self.transaction(user_id) as conn:
             if not _finish(conn, job, worker):
                 return False
+            # one user's statistics change under the same lock as a deletion
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (user_id,))
             row = conn.execute(
                 "SELECT t.indexed_at FROM turns t"
                 + _VISIBLE
                 + " WHERE t.id = %s AND t.user_id = %s",
-                (turn_id, job.user_id),
+                (turn_id, user_id),
             ).fetchone()
             if row is None or row["indexed_at"] is not None:
                 return True
+            total = 0
             for ordinal, text in enumerate(chunks):
+                found = terms.chunk_terms(text)
+                total += found.length
                 chunk_id = conn.execute(
-                    "INSERT INTO chunks (turn_id, user_id, ordinal, text, stems)"
-                    " VALUES (%s, %s, %s, %s, to_tsvector('simple', %s)) RETURNING id",
-                    (turn_id, job.user_id, ordinal, text, " ".join(terms.stems(text))),
+                    "INSERT INTO chunks (turn_id, user_id, ordinal, text, terms, length)"
+                    " VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
+                    (turn_id, user_id, ordinal, text, found.ids.tolist(), found.length),
                 ).fetchone()["id"]
+                insert_postings(conn, user_id, chunk_id, found)
                 if vectors is not None and model is not None:
                     for part, window in enumerate(vectors[ordinal]):
                         conn.execute(
                             "INSERT INTO vectors (chunk_id, user_id, model, part, embedding)"
                             " VALUES (%s, %s, %s, %s, %s::vector)",
-                            (chunk_id, job.user_id, model, part, _vector(window)),
+                            (chunk_id, user_id, model, part, _vector(window)),
                         )
             conn.execute("UPDATE turns SET indexed_at = now() WHERE id = %s", (turn_id,))
+            conn.execute(
+                "INSERT INTO history_users VALUES (%s, %s, %s) ON CONFLICT (user_id) DO UPDATE"
+                " SET chunks = history_users.chunks + excluded.chunks,"
+                " length = history_users.length + excluded.length",
+                (user_id, len(chunks), total),
+            )
         return True
 
     def list_conversations(self, user_id: str) -> list[Conversation]:
@@ -212,15 +258,36 @@ class PgHistory:
         return [_turn(r) for r in rows]
 
     def delete_conversation(self, user_id: str, conversation_id: str) -> bool:
+        """Hide the conversation at once — its postings leave the user's
+        keyword statistics in the same transaction — and queue its purge."""
         with self.transaction(user_id) as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (user_id,))
             done = conn.execute(
                 "UPDATE conversations SET deleted_at = now()"
                 " WHERE user_id = %s AND id = %s AND deleted_at IS NULL",
                 (user_id, conversation_id),
             ).rowcount
-            if done:
-                _enqueue(conn, "purge_conversation", user_id, {"conversation_id": conversation_id})
-        return bool(done)
+            if not done:
+                return False
+            mine = (user_id, conversation_id)
+            chunks = (
+                "SELECT c.id, c.terms, c.length FROM chunks c JOIN turns t ON t.id = c.turn_id"
+                " WHERE t.user_id = %s AND t.conversation_id = %s"
+            )
+            conn.execute(
+                "DELETE FROM postings p USING (SELECT x.id, unnest(x.terms) AS term"
+                f" FROM ({chunks}) x) d WHERE p.user_id = %s AND p.term = d.term"
+                " AND p.chunk_id = d.id",
+                (*mine, user_id),
+            )
+            conn.execute(
+                "UPDATE history_users h SET chunks = h.chunks - d.n, length = h.length - d.total"
+                f" FROM (SELECT count(*) AS n, coalesce(sum(x.length), 0) AS total"
+                f" FROM ({chunks}) x) d WHERE h.user_id = %s",
+                (*mine, user_id),
+            )
+            _enqueue(conn, "purge_conversation", user_id, {"conversation_id": conversation_id})
+        return True
 
     def purge_conversation(self, job: Job, worker: str, conversation_id: str) -> bool:
         with self.transaction(job.user_id) as conn:
@@ -242,19 +309,55 @@ class PgHistory:
         return True
 
     def keyword_search(self, user_id: str, text: str, limit: int) -> list[tuple[int, int, float]]:
-        query = _tsquery(text)
-        if query is None:
+        """BM25 with the user's own statistics, as SQLite ranks (bm25.py)."""
+        query = terms.query(text)
+        if not query:
             return []
         with self.transaction(user_id) as conn:
+            stats = conn.execute(
+                "SELECT chunks, length FROM history_users WHERE user_id = %s", (user_id,)
+            ).fetchone()
+            if stats is None or stats["chunks"] <= 0:
+                return []
+            n = stats["chunks"]
+            df = {
+                r["term"]: r["n"]
+                for r in conn.execute(
+                    "SELECT term, count(*) AS n FROM postings WHERE user_id = %s"
+                    " AND term = ANY(%s) GROUP BY term",
+                    (user_id, list(query.terms)),
+                )
+            }
+            if not df:
+                return []
+            idf = {t: math.log1p((n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+            bonus: dict[int, float] = {}
+            for group in query.groups:
+                if all(t in idf for t in group):
+                    for r in conn.execute(
+                        "SELECT chunk_id FROM postings WHERE user_id = %s AND term = ANY(%s)"
+                        " GROUP BY chunk_id HAVING count(*) = %s",
+                        (user_id, list(group), len(group)),
+                    ):
+                        bonus[r["chunk_id"]] = bonus.get(r["chunk_id"], 0.0) + sum(
+                            idf[t] for t in group
+                        )
             rows = conn.execute(
-                "SELECT c.id, c.turn_id, ts_rank(c.stems, q) AS score"
-                " FROM chunks c, to_tsquery('simple', %s) q, turns t"
-                + _VISIBLE
-                + " WHERE t.id = c.turn_id AND c.user_id = %s AND c.stems @@ q"
-                " ORDER BY score DESC, c.id LIMIT %s",
-                (query, user_id, limit),
+                _BM25,
+                {
+                    "user": user_id,
+                    "terms": list(idf),
+                    "idf": list(idf.values()),
+                    "grouped": list(bonus),
+                    "bonus": list(bonus.values()),
+                    "k1": terms.K1 + 1,
+                    "k": terms.K1,
+                    "b": terms.B,
+                    "avg": max(stats["length"] / n, 1.0),
+                    "limit": limit,
+                },
             ).fetchall()
-        return [(r["id"], r["turn_id"], float(r["score"])) for r in rows]
+        return [(r["chunk_id"], r["turn_id"], float(r["score"])) for r in rows]
 
     def semantic(self, user_id: str, model: str, query: npt.NDArray[np.float32]) -> PgScorer:
         return PgScorer(self, user_id, model, _vector(query))
@@ -302,7 +405,9 @@ class PgHistory:
         with self.pool.connection() as conn:
             return {
                 r["model"]: r["n"]
-                for r in conn.execute("SELECT * FROM memoro_vector_models()").fetchall()
+                for r in conn.execute(
+                    "SELECT model, sum(n)::bigint AS n FROM memoro_vector_models() GROUP BY model"
+                ).fetchall()
             }
 
     def chunks_missing_vectors(self, model: str, limit: int) -> list[tuple[int, str, str]]:
@@ -317,22 +422,40 @@ class PgHistory:
             row = conn.execute("SELECT * FROM memoro_count_missing(%s)", (model,)).fetchone()
         return (row["missing"], row["total"]) if row else (0, 0)
 
-    def replace_vectors(self, model: str, vectors: dict[int, npt.NDArray[np.float32]]) -> None:
-        for chunk_id, windows in vectors.items():
-            with self.pool.connection() as conn:
-                owner = conn.execute("SELECT memoro_chunk_user(%s) AS u", (chunk_id,)).fetchone()
-            if owner is None or owner["u"] is None:
-                continue
-            with self.transaction(owner["u"]) as conn:
-                conn.execute("DELETE FROM vectors WHERE chunk_id = %s", (chunk_id,))
-                for part, window in enumerate(windows):
-                    conn.execute(
-                        "INSERT INTO vectors (chunk_id, user_id, model, part, embedding)"
-                        " VALUES (%s, %s, %s, %s, %s::vector)",
-                        (chunk_id, owner["u"], model, part, _vector(window)),
-                    )
+    def replace_vectors(
+        self, model: str, user_id: str, vectors: dict[int, npt.NDArray[np.float32]]
+    ) -> None:
+        with self.transaction(user_id) as conn:
+            for chunk_id, windows in vectors.items():
+                if conn.execute(
+                    "SELECT 1 FROM chunks WHERE id = %s AND user_id = %s", (chunk_id, user_id)
+                ).fetchone():
+                    conn.execute("DELETE FROM vectors WHERE chunk_id = %s", (chunk_id,))
+                    for part, window in enumerate(windows):
+                        conn.execute(
+                            "INSERT INTO vectors (chunk_id, user_id, model, part, embedding)"
+                            " VALUES (%s, %s, %s, %s, %s::vector)",
+                            (chunk_id, user_id, model, part, _vector(window)),
+                        )
 
     # -- the job queue -----------------------------------------------------
+
+    url: str
+
+    def listen_for_jobs(self, wake: Callable[[], None], stop: threading.Event) -> None:
+        """LISTEN on its own connection (a pooled one would be handed to
+        others) and call ``wake`` on every NOTIFY; reconnect after errors."""
+        while not stop.is_set():
+            try:
+                with psycopg.connect(self.url, autocommit=True) as conn:
+                    conn.execute(f"LISTEN {JOBS_CHANNEL}")
+                    wake()  # a job queued while this listener was not listening
+                    while not stop.is_set():
+                        for _ in conn.notifies(timeout=LISTEN_TIMEOUT):
+                            wake()
+            except psycopg.Error as exc:
+                log.warning("job listener lost its connection: %s", exc)
+                stop.wait(LISTEN_TIMEOUT)
 
     def claim_job(self, worker: str, lease_seconds: float) -> Job | None:
         until = datetime.now(UTC) + timedelta(seconds=lease_seconds)
@@ -399,6 +522,7 @@ def _enqueue(conn: Any, kind: str, user_id: str, payload: dict[str, object]) -> 
         " VALUES (%s, %s, %s::jsonb, now(), now())",
         (kind, user_id, json.dumps(payload)),
     )
+    conn.execute(f"NOTIFY {JOBS_CHANNEL}")  # delivered at commit, to every listening worker
 
 
 def _finish(conn: Any, job: Job, worker: str) -> bool:

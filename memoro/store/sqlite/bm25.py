@@ -21,14 +21,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from memoro.history.terms import ChunkTerms, Query
+from memoro.history.terms import K1, B, ChunkTerms, Query
 from memoro.store.sqlite._db import Database
 
 MAX_CACHED_USERS = 64
 """Users whose postings stay in memory; the least recently searched goes first."""
 
-K1 = 1.2
-B = 0.75
 TAIL_LIMIT = 2000
 
 _SELECT = (

@@ -269,21 +269,20 @@ class History:
         ).fetchone()[0]
         return missing, total
 
-    def replace_vectors(self, model: str, vectors: dict[int, npt.NDArray[np.float32]]) -> None:
-        """Give chunks new vectors from ``model``, dropping any older ones."""
+    def replace_vectors(
+        self, model: str, user_id: str, vectors: dict[int, npt.NDArray[np.float32]]
+    ) -> None:
+        """Give chunks of ``user_id`` new vectors from ``model``, dropping any
+        older ones."""
         with self.db.write() as conn:
-            users = set()
             for chunk_id, windows in vectors.items():
                 row = conn.execute(
-                    "SELECT user_id FROM chunks WHERE id = ?", (chunk_id,)
+                    "SELECT 1 FROM chunks WHERE id = ? AND user_id = ?", (chunk_id, user_id)
                 ).fetchone()
-                if row is None:
-                    continue
-                conn.execute("DELETE FROM vectors WHERE chunk_id = ?", (chunk_id,))
-                _insert_vectors(conn, chunk_id, row["user_id"], model, windows)
-                users.add(row["user_id"])
-            for user_id in users:
-                _bump(conn, user_id)
+                if row is not None:
+                    conn.execute("DELETE FROM vectors WHERE chunk_id = ?", (chunk_id,))
+                    _insert_vectors(conn, chunk_id, user_id, model, windows)
+            _bump(conn, user_id)
 
 
 def _insert_vectors(

