@@ -11,6 +11,10 @@ overall.
     python benchmarks/retrieval.py --data ../shared/data/locomo-dev.json
     python benchmarks/retrieval.py --data FILE --mode all      # hybrid, keyword, semantic
     python benchmarks/retrieval.py --data FILE --mode hybrid --json
+    python benchmarks/retrieval.py --data FILE --mode all --database sqlite --database pgserver
+
+With several ``--database`` values the same data is ingested into each
+(embedded once) and a side-by-side table follows.
 """
 
 from __future__ import annotations
@@ -27,7 +31,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from _backends import add_option, backend, specs
+
 from memoro import Memoro
+from memoro.history.embed import Embedder, make_embedder
+from memoro.settings import Settings
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 MODES = ("hybrid", "keyword", "semantic")
@@ -78,6 +87,26 @@ def ingest(memoro: Memoro, sample: dict[str, Any]) -> tuple[dict[str, int], dict
                 dia_turn[message["dia_id"]] = recorded.turn_id
         n += 1
     return dia_turn, turn_session
+
+
+class CachedEmbedder:
+    """Embeds each document once across backends: the comparison then costs
+    one indexing pass, and every backend stores identical vectors. Queries
+    are embedded every time, so latencies include it on every backend."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.documents: dict[str, np.typing.NDArray[np.float32]] = {}
+
+    def embed_documents(self, texts: list[str]) -> list[np.typing.NDArray[np.float32]]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.documents]
+        if missing:
+            self.documents.update(zip(missing, self.inner.embed_documents(missing), strict=True))
+        return [self.documents[t] for t in texts]
+
+    def embed_query(self, text: str) -> np.typing.NDArray[np.float32]:
+        return self.inner.embed_query(text)
 
 
 def recall(ranked: list[int], relevant: set[int], k: int) -> float:
@@ -149,55 +178,82 @@ def table(results: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def run(
+    data: list[dict[str, Any]], home: str, embedder: Any, url: str | None, modes: tuple[str, ...]
+) -> dict[str, dict[str, Any]]:
+    memoro = Memoro.open(home, embedder=embedder, worker=False, database_url=url)
+    questions = []
+    started = time.perf_counter()
+    for sample in data:
+        dia_turn, turn_session = ingest(memoro, sample)
+        for qa in sample["qa"]:
+            turns = {dia_turn[i] for i in evidence_ids(qa["evidence"]) if i in dia_turn}
+            if not turns:
+                continue
+            questions.append(
+                {
+                    "user": sample["sample_id"],
+                    "question": qa["question"],
+                    "category": CATEGORIES[qa["category"]],
+                    "turns": turns,
+                    "sessions": {turn_session[t] for t in turns},
+                    "turn_session": turn_session,
+                }
+            )
+    indexed = memoro.index_pending()
+    elapsed = time.perf_counter() - started
+    print(f"ingested and indexed {indexed} turns in {elapsed:.1f} s", file=sys.stderr)
+    results = {mode: evaluate(memoro, questions, mode) for mode in modes}
+    memoro.close()
+    return results
+
+
+def side_by_side(results: dict[str, dict[str, dict[str, Any]]]) -> str:
+    backends = list(results)
+    head = " | ".join(f"{b} R@10 | {b} NDCG@10 | {b} p50 ms" for b in backends)
+    lines = [f"| mode | {head} |", "|---|" + "---:|" * (3 * len(backends))]
+    for mode in next(iter(results.values())):
+        cells = []
+        for b in backends:
+            r = results[b][mode]
+            m = r["turn"]["overall"]
+            cells += [f"{m['R@10']:.3f}", f"{m['NDCG@10']:.3f}", f"{r['latency_ms']['median']:.1f}"]
+        lines.append(f"| {mode} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="LoCoMo-format JSON file")
     parser.add_argument("--mode", choices=(*MODES, "all"), default="hybrid")
     parser.add_argument("--embedder", default="local", help="local, api or keyword")
-    parser.add_argument(
-        "--database",
-        default="",
-        help="postgresql://… (an empty, migrated database) instead of a temporary SQLite file",
-    )
+    add_option(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
 
     data = json.loads(args.data.read_text("utf-8"))
-    with tempfile.TemporaryDirectory() as home:
-        memoro = Memoro.open(
-            home, embedder=args.embedder, worker=False, database_url=args.database or None
-        )
-        questions = []
-        started = time.perf_counter()
-        for sample in data:
-            dia_turn, turn_session = ingest(memoro, sample)
-            for qa in sample["qa"]:
-                turns = {dia_turn[i] for i in evidence_ids(qa["evidence"]) if i in dia_turn}
-                if not turns:
-                    continue
-                questions.append(
-                    {
-                        "user": sample["sample_id"],
-                        "question": qa["question"],
-                        "category": CATEGORIES[qa["category"]],
-                        "turns": turns,
-                        "sessions": {turn_session[t] for t in turns},
-                        "turn_session": turn_session,
-                    }
-                )
-        indexed = memoro.index_pending()
-        elapsed = time.perf_counter() - started
-        print(f"ingested and indexed {indexed} turns in {elapsed:.1f} s", file=sys.stderr)
-        modes = MODES if args.mode == "all" else (args.mode,)
-        results = {mode: evaluate(memoro, questions, mode) for mode in modes}
-        memoro.close()
+    modes = MODES if args.mode == "all" else (args.mode,)
+    settings = Settings.from_env(overrides={"home": ".", "embedder": args.embedder})
+    inner = make_embedder(
+        settings.embedder, settings.embedding_url, settings.embedding_model, settings.embedding_key
+    )
+    embedder = CachedEmbedder(inner) if inner is not None else None
+    results: dict[str, dict[str, dict[str, Any]]] = {}
+    for spec in specs(args):
+        with backend(spec) as where, tempfile.TemporaryDirectory() as home:
+            results[where.label] = run(data, home, embedder, where.url, modes)
 
     if args.json:
-        print(json.dumps(results[modes[0]] if len(modes) == 1 else results, indent=2))
-    else:
-        backend = "PostgreSQL" if args.database else "SQLite"
-        print(f"{len(questions)} questions, embedder {args.embedder}, {backend}")
-        print(table(results))
+        print(json.dumps(results, indent=2))
+        return
+    questions = next(iter(next(iter(results.values())).values()))["questions"]
+    for label, result in results.items():
+        print(f"{questions} questions, embedder {args.embedder}, {label}")
+        print(table(result))
+        print()
+    if len(results) > 1:
+        print("turn level, overall:")
+        print(side_by_side(results))
 
 
 if __name__ == "__main__":

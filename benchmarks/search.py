@@ -1,9 +1,10 @@
-"""Speed of conversation search and indexing on the embedded default (SQLite).
+"""Speed of conversation search and indexing, on SQLite and PostgreSQL.
 
 For one user with 1k, 10k and 100k chunks it prints search latency (median,
-p95; hybrid includes embedding the query with the local model) and peak
-memory; then indexing throughput with the local model on 1,500-character
-turns.
+p95; hybrid includes embedding the query with the local model) and this
+process's peak memory; then indexing throughput with the local model on
+1,500-character turns. ``--database`` picks the backends (see
+benchmarks/_backends.py); given twice, the tables come side by side.
 
 To reach 100k chunks in minutes, the scale part stores random unit vectors
 (made by a stand-in embedder under the local model's id) — it measures
@@ -11,6 +12,7 @@ speed, not relevance; benchmarks/retrieval.py measures relevance. Text is
 drawn from a Zipf-distributed vocabulary, one chunk per turn.
 
     python benchmarks/search.py [--sizes 1000,10000,100000] [--queries 200]
+    python benchmarks/search.py --database sqlite --database pgserver
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import time
 from collections.abc import Sequence
 
 import numpy as np
+from _backends import Backend, add_option, backend, specs
 
 from memoro import Memoro
 from memoro.history import terms
@@ -75,23 +78,24 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[max(0, int(len(ordered) * p) - 1)]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="1000,10000,100000")
-    parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--index-turns", type=int, default=60, help="turns for throughput")
-    args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
+def fast_writes(url: str) -> str:
+    """The PostgreSQL URL with asynchronous commit, for filling only."""
+    return url + ("&" if "?" in url else "?") + "options=-c%20synchronous_commit%3Doff"
 
+
+def scale(
+    where: Backend, sizes: list[int], queries: int, local: LocalEmbedder
+) -> list[tuple[int, str, float, float, float, float]]:
+    """(chunks, mode, median ms, p95 ms, fill seconds, peak RSS MB) rows."""
     words, weights = vocabulary()
     rng = random.Random(3)
-    local = LocalEmbedder()
-    local.embed_query("warm up")
-    rows = []
+    rows: list[tuple[int, str, float, float, float, float]] = []
     with tempfile.TemporaryDirectory() as home:
-        filler = Memoro.open(home, embedder=RandomVectors(), worker=False)
-        searcher = Memoro.open(home, embedder=local, worker=False)
-        filler.store.db.connect().execute("PRAGMA synchronous = OFF")  # type: ignore[attr-defined]
+        fill_url = fast_writes(where.url) if where.url else None
+        filler = Memoro.open(home, embedder=RandomVectors(), worker=False, database_url=fill_url)
+        searcher = Memoro.open(home, embedder=local, worker=False, database_url=where.url)
+        if where.url is None:
+            filler.store.db.connect().execute("PRAGMA synchronous = OFF")  # type: ignore[attr-defined]
         have = 0
         for size in sizes:
             started = time.perf_counter()
@@ -102,24 +106,30 @@ def main() -> None:
             filler.index_pending()
             have = size
             load = time.perf_counter() - started
-            queries = [" ".join(rng.choices(words, weights, k=4)) for _ in range(args.queries)]
+            asked = [" ".join(rng.choices(words, weights, k=4)) for _ in range(queries)]
             for mode in ("hybrid", "keyword"):
-                searcher.search("bench", queries[0], limit=10, mode=mode)  # load the vectors
+                searcher.search("bench", asked[0], limit=10, mode=mode)  # load the vectors
                 times = []
-                for q in queries:
+                for q in asked:
                     t0 = time.perf_counter()
                     searcher.search("bench", q, limit=10, mode=mode)
                     times.append((time.perf_counter() - t0) * 1000)
-                rows.append((size, mode, statistics.median(times), percentile(times, 0.95), load))
-            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            rows[-1] = (*rows[-1], peak)
-            rows[-2] = (*rows[-2], peak)
+                peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+                rows.append(
+                    (size, mode, statistics.median(times), percentile(times, 0.95), load, peak)
+                )
         filler.close()
         searcher.close()
+    return rows
 
+
+def indexing(where: Backend, turns: int, local: LocalEmbedder) -> float:
+    """Turns per second through the local model into the store."""
+    words, weights = vocabulary()
+    rng = random.Random(5)
     with tempfile.TemporaryDirectory() as home:
-        memoro = Memoro.open(home, embedder=local, worker=False)
-        for i in range(args.index_turns):
+        memoro = Memoro.open(home, embedder=local, worker=False, database_url=where.url)
+        for i in range(turns):
             memoro.record_turn(
                 "ann",
                 f"c{i}",
@@ -130,22 +140,55 @@ def main() -> None:
         memoro.index_pending()
         elapsed = time.perf_counter() - started
         memoro.close()
+    return turns / elapsed
 
-    print("memoro search benchmark — SQLite, one user, one 1,500-character chunk per turn")
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--index-turns", type=int, default=60, help="turns for throughput")
+    add_option(parser)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+
+    local = LocalEmbedder()
+    local.embed_query("warm up")
+    results = {}
+    for spec in specs(args):
+        with backend(spec) as where:
+            rows = scale(where, sizes, args.queries, local)
+            results[where.label] = (rows, indexing(where, args.index_turns, local))
+
+    print("memoro search benchmark — one user, one 1,500-character chunk per turn")
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, CPython "
         f"{platform.python_version()}"
     )
     print()
-    print("| chunks | mode | median ms | p95 ms | peak RSS MB |")
-    print("|---:|---|---:|---:|---:|")
-    for size, mode, median, p95, _load, peak in rows:
-        print(f"| {size:,} | {mode} | {median:.2f} | {p95:.2f} | {peak:,.0f} |")
-    print()
+    labels = list(results)
     print(
-        f"indexing with the local model: {args.index_turns / elapsed:.1f} turns/s"
-        f" ({args.index_turns} turns of 1,500 characters, {elapsed:.1f} s)"
+        "| chunks | mode | "
+        + " | ".join(f"{b} median ms | {b} p95 ms | {b} peak RSS MB" for b in labels)
+        + " |"
     )
+    print("|---:|---|" + "---:|" * (3 * len(labels)))
+    first = results[labels[0]][0]
+    for i, (size, mode, *_) in enumerate(first):
+        cells = []
+        for b in labels:
+            _, _, median, p95, _load, peak = results[b][0][i]
+            cells += [f"{median:.2f}", f"{p95:.2f}", f"{peak:,.0f}"]
+        print(f"| {size:,} | {mode} | " + " | ".join(cells) + " |")
+    print()
+    for b in labels:
+        rows, rate = results[b]
+        fill = sum(r[4] for r in rows[::2])
+        print(
+            f"{b}: indexing with the local model {rate:.1f} turns/s ({args.index_turns} turns"
+            f" of 1,500 characters); filling {sizes[-1]:,} chunks with stand-in vectors took"
+            f" {fill:.0f} s"
+        )
 
 
 if __name__ == "__main__":

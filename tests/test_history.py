@@ -218,3 +218,16 @@ def test_in_memory_indexes_keep_only_the_most_recent_users(
     store = history.store
     assert list(store.keywords._users) == ["u3", "u1"]  # type: ignore[attr-defined]
     assert [u for u, _ in store.vectors._entries] == ["u3", "u1"]  # type: ignore[attr-defined]
+
+
+def test_c6_a_reindex_brings_no_deleted_conversation_back(history: Memoro) -> None:
+    from memoro.testing import HashEmbedder
+
+    kept = history.record_turn("ann", "keep", "the heron at the lake", "ok")
+    history.record_turn("ann", "gone", "the heron I regret", "oops")
+    history.index_pending()
+    history.delete_conversation("ann", "gone")  # not purged yet
+    history.embedder = HashEmbedder(model_id="test/other-model", dim=32)
+    history.reindex()
+    for mode in ("hybrid", "keyword", "semantic"):
+        assert turn_ids(history.search("ann", "heron regret", mode=mode)) == [kept.turn_id]

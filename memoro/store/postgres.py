@@ -68,12 +68,13 @@ def _apply(url: str, known: list[migrations.Migration]) -> None:
                 )
 
 
-_OWNED = ("conversations", "turns", "chunks", "postings")
+_OWNED = ("conversations", "turns", "chunks", "postings", "vectors")
 
 
 def _backfill_keywords(conn: psycopg.Connection[Any]) -> None:
     """Terms, postings and per-user statistics for chunks indexed before
-    migration 3 (term ids are computed in Python, so SQL alone cannot)."""
+    migration 3 (term ids are computed in Python, so SQL alone cannot); the
+    vectors of deleted conversations go, as a deletion now does at once."""
     # The owner of FORCE'd tables is held by their policies; lift that for
     # this transaction only, so the backfill reads and writes every user.
     for table in _OWNED:
@@ -91,6 +92,11 @@ def _backfill_keywords(conn: psycopg.Connection[Any]) -> None:
         )
         if visible:
             insert_postings(conn, user_id, chunk_id, found)
+    conn.execute(
+        "DELETE FROM vectors v USING chunks c, turns t, conversations cv"
+        " WHERE v.chunk_id = c.id AND t.id = c.turn_id AND cv.user_id = t.user_id"
+        " AND cv.id = t.conversation_id AND cv.deleted_at IS NOT NULL"
+    )
     conn.execute(
         "INSERT INTO history_users SELECT c.user_id,"
         " count(*) FILTER (WHERE cv.deleted_at IS NULL),"

@@ -97,35 +97,36 @@ def _job(row: dict[str, Any]) -> Job:
 
 
 class PgScorer:
-    """Exact cosine similarities of one query to one user's chunks."""
+    """Exact cosine similarities of one query to one user's chunks. The
+    vectors table holds only visible chunks' vectors (a deletion removes
+    them at once), so ranking reads vectors alone."""
 
     def __init__(self, store: PgHistory, user_id: str, model: str, query: str) -> None:
         self._store, self._user, self._model, self._query = store, user_id, model, query
 
-    def _select(self, extra: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
-        with self._store.transaction(self._user) as conn:
-            rows: list[dict[str, Any]] = conn.execute(
-                "SELECT v.chunk_id, c.turn_id, max(1 - (v.embedding <=> %s::vector)) AS score"
-                " FROM vectors v JOIN chunks c ON c.id = v.chunk_id"
-                " JOIN turns t ON t.id = c.turn_id"
-                + _VISIBLE
-                + " WHERE v.user_id = %s AND v.model = %s"
-                + extra,
-                (self._query, self._user, self._model, *params),
-            ).fetchall()
-        return rows
-
     def top(self, limit: int) -> list[tuple[int, int, float]]:
-        rows = self._select(
-            " GROUP BY v.chunk_id, c.turn_id ORDER BY score DESC LIMIT %s", (limit,)
-        )
+        with self._store.transaction(self._user) as conn:
+            rows = conn.execute(
+                "SELECT s.chunk_id, c.turn_id, s.score FROM ("
+                " SELECT chunk_id, max(1 - (embedding <=> %s::vector)) AS score FROM vectors"
+                " WHERE user_id = %s AND model = %s GROUP BY chunk_id"
+                " ORDER BY score DESC, chunk_id LIMIT %s) s"
+                " JOIN chunks c ON c.id = s.chunk_id AND c.user_id = %s"
+                " ORDER BY s.score DESC, s.chunk_id",
+                (self._query, self._user, self._model, limit, self._user),
+            ).fetchall()
         return [(r["chunk_id"], r["turn_id"], float(r["score"])) for r in rows]
 
     def scores(self, chunk_ids: Iterable[int]) -> dict[int, float]:
         ids = list(chunk_ids)
         if not ids:
             return {}
-        rows = self._select(" AND v.chunk_id = ANY(%s) GROUP BY v.chunk_id, c.turn_id", (ids,))
+        with self._store.transaction(self._user) as conn:
+            rows = conn.execute(
+                "SELECT chunk_id, max(1 - (embedding <=> %s::vector)) AS score FROM vectors"
+                " WHERE user_id = %s AND model = %s AND chunk_id = ANY(%s) GROUP BY chunk_id",
+                (self._query, self._user, self._model, ids),
+            ).fetchall()
         return {r["chunk_id"]: float(r["score"]) for r in rows}
 
 
@@ -258,8 +259,8 @@ class PgHistory:
         return [_turn(r) for r in rows]
 
     def delete_conversation(self, user_id: str, conversation_id: str) -> bool:
-        """Hide the conversation at once — its postings leave the user's
-        keyword statistics in the same transaction — and queue its purge."""
+        """Hide the conversation at once — its postings and vectors go in the
+        same transaction, so search reads neither — and queue its purge."""
         with self.transaction(user_id) as conn:
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (user_id,))
             done = conn.execute(
@@ -280,6 +281,7 @@ class PgHistory:
                 " AND p.chunk_id = d.id",
                 (*mine, user_id),
             )
+            conn.execute(f"DELETE FROM vectors v USING ({chunks}) x WHERE v.chunk_id = x.id", mine)
             conn.execute(
                 "UPDATE history_users h SET chunks = h.chunks - d.n, length = h.length - d.total"
                 f" FROM (SELECT count(*) AS n, coalesce(sum(x.length), 0) AS total"
@@ -428,7 +430,10 @@ class PgHistory:
         with self.transaction(user_id) as conn:
             for chunk_id, windows in vectors.items():
                 if conn.execute(
-                    "SELECT 1 FROM chunks WHERE id = %s AND user_id = %s", (chunk_id, user_id)
+                    "SELECT 1 FROM chunks c JOIN turns t ON t.id = c.turn_id"
+                    + _VISIBLE
+                    + " WHERE c.id = %s AND c.user_id = %s",
+                    (chunk_id, user_id),
                 ).fetchone():
                     conn.execute("DELETE FROM vectors WHERE chunk_id = %s", (chunk_id,))
                     for part, window in enumerate(windows):

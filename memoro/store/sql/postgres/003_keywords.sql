@@ -5,7 +5,9 @@
 -- This replaces ts_rank over a tsvector: ts_rank has no document frequencies
 -- and ranked worse (LoCoMo keyword R@10 0.738 against 0.816).
 -- Existing chunks get their terms from ``memoro migrate`` (Python computes
--- them) in the same transaction as this file.
+-- them) in the same transaction as this file. From now on, deleting a
+-- conversation removes its postings and vectors at once (the purge removes
+-- the rest), so searches read neither table through a visibility join.
 DROP INDEX chunks_stems;
 ALTER TABLE chunks DROP COLUMN stems;
 ALTER TABLE chunks ADD COLUMN terms bigint[];   -- distinct term ids; NULL until computed
@@ -72,7 +74,9 @@ BEGIN
         EXIT WHEN left_over <= 0;
         PERFORM set_config('memoro.user_id', u, true);
         RETURN QUERY SELECT c.id, c.user_id, c.text FROM chunks c
-            WHERE c.user_id = u AND NOT EXISTS
+            JOIN turns t ON t.id = c.turn_id
+            JOIN conversations cv ON cv.user_id = t.user_id AND cv.id = t.conversation_id
+            WHERE c.user_id = u AND cv.deleted_at IS NULL AND NOT EXISTS
             (SELECT 1 FROM vectors v WHERE v.chunk_id = c.id AND v.model = wanted)
             ORDER BY c.id LIMIT left_over;
         GET DIAGNOSTICS found = ROW_COUNT;
@@ -97,7 +101,10 @@ BEGIN
         SELECT count(*) FILTER (WHERE NOT EXISTS
                    (SELECT 1 FROM vectors v WHERE v.chunk_id = c.id AND v.model = wanted)),
                count(*)
-          INTO m, t FROM chunks c WHERE c.user_id = u;
+          INTO m, t FROM chunks c
+          JOIN turns tu ON tu.id = c.turn_id
+          JOIN conversations cv ON cv.user_id = tu.user_id AND cv.id = tu.conversation_id
+         WHERE c.user_id = u AND cv.deleted_at IS NULL;
         missing := missing + m;
         total := total + t;
     END LOOP;
