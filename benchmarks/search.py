@@ -26,6 +26,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 from _backends import Backend, add_option, backend, specs
@@ -83,13 +84,25 @@ def fast_writes(url: str) -> str:
     return url + ("&" if "?" in url else "?") + "options=-c%20synchronous_commit%3Doff"
 
 
-def scale(
-    where: Backend, sizes: list[int], queries: int, local: LocalEmbedder
-) -> list[tuple[int, str, float, float, float, float]]:
-    """(chunks, mode, median ms, p95 ms, fill seconds, peak RSS MB) rows."""
+def database_mb(memoro: Memoro, home: str) -> float:
+    """The size of everything memoro stored."""
+    if hasattr(memoro.store, "pool"):
+        with memoro.store.pool.connection() as conn:
+            row = conn.execute("SELECT pg_database_size(current_database()) AS n").fetchone()
+        return float(row["n"]) / 2**20
+    memoro.store.db.connect().execute("PRAGMA wal_checkpoint(TRUNCATE)")  # type: ignore[attr-defined]
+    return sum(f.stat().st_size for f in Path(home).glob("memoro.db*")) / 2**20
+
+
+Row = tuple[int, str, float, float, float, float, float]
+
+
+def scale(where: Backend, sizes: list[int], queries: int, local: LocalEmbedder) -> list[Row]:
+    """(chunks, mode, median ms, p95 ms, fill seconds, peak RSS MB, database
+    MB) rows."""
     words, weights = vocabulary()
     rng = random.Random(3)
-    rows: list[tuple[int, str, float, float, float, float]] = []
+    rows: list[Row] = []
     with tempfile.TemporaryDirectory() as home:
         fill_url = fast_writes(where.url) if where.url else None
         filler = Memoro.open(home, embedder=RandomVectors(), worker=False, database_url=fill_url)
@@ -106,6 +119,7 @@ def scale(
             filler.index_pending()
             have = size
             load = time.perf_counter() - started
+            stored = database_mb(filler, home)
             asked = [" ".join(rng.choices(words, weights, k=4)) for _ in range(queries)]
             for mode in ("hybrid", "keyword"):
                 searcher.search("bench", asked[0], limit=10, mode=mode)  # load the vectors
@@ -114,9 +128,20 @@ def scale(
                     t0 = time.perf_counter()
                     searcher.search("bench", q, limit=10, mode=mode)
                     times.append((time.perf_counter() - t0) * 1000)
+                # PostgreSQL keeps its index in the server; this process's
+                # peak would only repeat an earlier backend's
                 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+                peak = float("nan") if where.url else peak
                 rows.append(
-                    (size, mode, statistics.median(times), percentile(times, 0.95), load, peak)
+                    (
+                        size,
+                        mode,
+                        statistics.median(times),
+                        percentile(times, 0.95),
+                        load,
+                        peak,
+                        stored,
+                    )
                 )
         filler.close()
         searcher.close()
@@ -170,15 +195,18 @@ def main() -> None:
     print(
         "| chunks | mode | "
         + " | ".join(f"{b} median ms | {b} p95 ms | {b} peak RSS MB" for b in labels)
+        + " | "
+        + " | ".join(f"{b} database MB" for b in labels)
         + " |"
     )
-    print("|---:|---|" + "---:|" * (3 * len(labels)))
+    print("|---:|---|" + "---:|" * (4 * len(labels)))
     first = results[labels[0]][0]
     for i, (size, mode, *_) in enumerate(first):
         cells = []
         for b in labels:
-            _, _, median, p95, _load, peak = results[b][0][i]
-            cells += [f"{median:.2f}", f"{p95:.2f}", f"{peak:,.0f}"]
+            _, _, median, p95, _load, peak, _ = results[b][0][i]
+            cells += [f"{median:.2f}", f"{p95:.2f}", "—" if peak != peak else f"{peak:,.0f}"]
+        cells += [f"{results[b][0][i][6]:,.0f}" for b in labels]
         print(f"| {size:,} | {mode} | " + " | ".join(cells) + " |")
     print()
     for b in labels:

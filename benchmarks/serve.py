@@ -1,14 +1,16 @@
 """Load on a running ``memoro serve``-equivalent server over real HTTP.
 
-Starts ``memoro serve`` as its own process on a free loopback port (SQLite,
-local model, background worker, token auth), then drives it from this
-process with N concurrent clients, each a different user doing realistic
-turns: fetch the system prompt, record the finished turn,
-now and then write the block (1 in 10) or search (1 in 5). Prints requests
-per second, p50/p95/p99 per endpoint and the error count, for 1, 8 and 32
-clients.
+Starts ``memoro serve`` as its own process on a free loopback port (local
+model, background worker, token auth; SQLite unless ``--database`` says
+otherwise, see benchmarks/_backends.py), then drives it from this process
+with N concurrent clients, each a different user doing realistic turns:
+fetch the system prompt, record the finished turn, now and then write the
+block (1 in 10) or search (1 in 5). Prints requests per second, p50/p95/p99
+per endpoint and the error count, for 1, 8 and 32 clients; with several
+``--database`` values, the backends side by side.
 
     python benchmarks/serve.py [--clients 1,8,32] [--seconds 15]
+    python benchmarks/serve.py --database sqlite --database pgserver
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import time
 from collections import defaultdict
 
 import httpx
+from _backends import Backend, add_option, backend, specs
 
 from memoro.auth import Signer
 
@@ -113,16 +116,18 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * p))]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--clients", default="1,8,32")
-    parser.add_argument("--seconds", type=float, default=15)
-    args = parser.parse_args()
+Stats = tuple[int, float, float, float, float, int]
+"""requests, req/s, p50 ms, p95 ms, p99 ms, errors"""
 
+
+def measure(where: Backend, clients: list[int], seconds: float) -> dict[tuple[int, str], Stats]:
     signer = Signer(SECRET)
+    results: dict[tuple[int, str], Stats] = {}
     with tempfile.TemporaryDirectory() as home:
         port = free_port()
         env = {**os.environ, "MEMORO_HOME": home, "MEMORO_AUTH": "token", "MEMORO_SECRET": SECRET}
+        if where.url:
+            env["MEMORO_DATABASE_URL"] = where.url
         server = subprocess.Popen(
             [sys.executable, "-m", "memoro", "serve", "--port", str(port)],
             env=env,
@@ -142,18 +147,10 @@ def main() -> None:
             base_url=url, headers={"Authorization": f"Bearer {signer.issue('warmup')}"}
         )
         warm.get("/v1/search", params={"q": "load the model"})
-        print("memoro serve benchmark — SQLite, local model, background worker; token auth")
-        print(
-            f"machine: {platform.machine()}, {os.cpu_count()} cores, CPython "
-            f"{platform.python_version()}; {args.seconds:.0f} s per run"
-        )
-        print()
-        print("| clients | endpoint | requests | req/s | p50 ms | p95 ms | p99 ms | errors |")
-        print("|---:|---|---:|---:|---:|---:|---:|---:|")
-        for n in (int(c) for c in args.clients.split(",")):
+        for n in clients:
             timings: dict[str, list[float]] = defaultdict(list)
             errors: list[str] = []
-            until = time.monotonic() + args.seconds
+            until = time.monotonic() + seconds
             threads = [
                 threading.Thread(
                     target=client_loop,
@@ -167,19 +164,74 @@ def main() -> None:
             for t in threads:
                 t.join()
             elapsed = time.monotonic() - started
-            total = sum(len(v) for v in timings.values())
             for name in sorted(timings):
                 ms = [t * 1000 for t in timings[name]]
-                errs = sum(e.startswith(name) for e in errors)
-                print(
-                    f"| {n} | {name} | {len(ms):,} | {len(ms) / elapsed:,.1f} |"
-                    f" {statistics.median(ms):.1f} | {percentile(ms, 0.95):.1f} |"
-                    f" {percentile(ms, 0.99):.1f} | {errs} |"
+                results[(n, name)] = (
+                    len(ms),
+                    len(ms) / elapsed,
+                    statistics.median(ms),
+                    percentile(ms, 0.95),
+                    percentile(ms, 0.99),
+                    sum(e.startswith(name) for e in errors),
                 )
-            print(f"| {n} | **all** | {total:,} | {total / elapsed:,.1f} | | | | {len(errors)} |")
-            sys.stdout.flush()
+            total = sum(len(v) for v in timings.values())
+            results[(n, "**all**")] = (total, total / elapsed, 0, 0, 0, len(errors))
+            print(f"{where.label}: {n} clients done", file=sys.stderr)
         server.terminate()
         server.wait(30)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", default="1,8,32")
+    parser.add_argument("--seconds", type=float, default=15)
+    add_option(parser)
+    args = parser.parse_args()
+    clients = [int(c) for c in args.clients.split(",")]
+
+    results = {}
+    for spec in specs(args):
+        with backend(spec) as where:
+            results[where.label] = measure(where, clients, args.seconds)
+
+    labels = list(results)
+    print("memoro serve benchmark — local model, background worker; token auth")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, CPython "
+        f"{platform.python_version()}; {args.seconds:.0f} s per run"
+    )
+    print()
+    if len(labels) == 1:
+        print("| clients | endpoint | requests | req/s | p50 ms | p95 ms | p99 ms | errors |")
+        print("|---:|---|---:|---:|---:|---:|---:|---:|")
+        for (n, name), (count, rate, p50, p95, p99, errs) in results[labels[0]].items():
+            if name == "**all**":
+                print(f"| {n} | **all** | {count:,} | {rate:,.1f} | | | | {errs} |")
+            else:
+                print(
+                    f"| {n} | {name} | {count:,} | {rate:,.1f} | {p50:.1f} | {p95:.1f}"
+                    f" | {p99:.1f} | {errs} |"
+                )
+        return
+    print(
+        "| clients | endpoint | "
+        + " | ".join(f"{b} req/s | {b} p50 ms | {b} p95 ms | {b} errors" for b in labels)
+        + " |"
+    )
+    print("|---:|---|" + "---:|" * (4 * len(labels)))
+    for key in results[labels[0]]:
+        cells = []
+        for b in labels:
+            _, rate, p50, p95, _, errs = results[b].get(key, (0, 0.0, 0.0, 0.0, 0.0, 0))
+            timed = key[1] != "**all**"
+            cells += [
+                f"{rate:,.1f}",
+                f"{p50:.1f}" if timed else "",
+                f"{p95:.1f}" if timed else "",
+                str(errs),
+            ]
+        print(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from memoro.errors import MigrationError
 from memoro.models import AuditRecord, Operation, Writer
 from memoro.store.postgres import PostgresStore, migrate
 from tests import postgres as pg
@@ -382,12 +383,7 @@ def test_migration_3_gives_older_chunks_their_keywords(
     from memoro.store.sqlite import SqliteStore
 
     admin, _ = postgres
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS memoro_v2")
-        conn.execute(f"CREATE DATABASE memoro_v2 OWNER {pg.OWNER_ROLE}")
-    with psycopg.connect(pg.in_database(admin, "memoro_v2"), autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION vector")
-    owner = pg.in_database(pg.as_role(admin, pg.OWNER_ROLE), "memoro_v2")
+    owner = pg.in_database(pg.as_role(admin, pg.OWNER_ROLE), _fresh_database(admin, "memoro_v2"))
     backend._apply(owner, migrations.load("postgres")[:2])
     corpus = _corpus(11)
     with psycopg.connect(owner) as conn:
@@ -423,3 +419,53 @@ def test_migration_3_gives_older_chunks_their_keywords(
     _assert_same_ranking(_keyword_results(expected, QUERIES), _keyword_results(migrated, QUERIES))
     expected.close()
     migrated.close()
+
+
+def test_a_role_that_bypasses_row_level_security_is_warned_about(
+    postgres: tuple[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    admin, app = postgres
+    PostgresStore(app).close()
+    assert not [r for r in caplog.records if "row-level security" in r.getMessage()]
+    PostgresStore(admin).close()
+    (warning,) = [r for r in caplog.records if "row-level security" in r.getMessage()]
+    assert warning.levelname == "WARNING" and "BYPASSRLS" in warning.getMessage()
+
+
+def _fresh_database(admin: str, name: str) -> str:
+    """A new, empty database with pgvector, owned by memoro's owner role."""
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name}")
+        conn.execute(f"CREATE DATABASE {name} OWNER {pg.OWNER_ROLE}")
+    with psycopg.connect(pg.in_database(admin, name), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION vector")
+    return name
+
+
+def test_an_empty_database_is_migrated_at_start_when_the_role_may(
+    postgres: tuple[str, str],
+) -> None:
+    admin, app = postgres
+    name = _fresh_database(admin, "memoro_fresh")
+    with pytest.raises(MigrationError, match="run `memoro migrate` as the role"):
+        PostgresStore(pg.in_database(app, name))  # the app role may not create tables
+    store = PostgresStore(pg.in_database(pg.as_role(admin, pg.OWNER_ROLE), name))
+    with store.block_transaction("ann") as tx:
+        tx.put("Name: Ann", AuditRecord(Writer.USER, Operation.WRITE, (), ("Name: Ann",), 0, 1))
+    assert store.read_block("ann").text == "Name: Ann"  # type: ignore[union-attr]
+    store.close()
+
+
+def test_a_database_with_an_older_schema_is_refused_until_migrated(
+    postgres: tuple[str, str],
+) -> None:
+    from memoro.store import migrations
+    from memoro.store import postgres as backend
+
+    admin, _ = postgres
+    url = pg.in_database(pg.as_role(admin, pg.OWNER_ROLE), _fresh_database(admin, "memoro_old"))
+    backend._apply(url, migrations.load("postgres")[:2])
+    with pytest.raises(MigrationError, match=r"schema version 2 .* run `memoro migrate`"):
+        PostgresStore(url)
+    migrate(url)
+    PostgresStore(url).close()

@@ -10,6 +10,7 @@ as an application role without BYPASSRLS, so row-level security holds.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -83,3 +84,5 @@ def running(data_dir: str | None = None) -> Iterator[LocalPostgres]:
         yield prepare(server.get_uri())
     finally:
         server.cleanup()
+        if data_dir is None:
+            shutil.rmtree(folder, ignore_errors=True)

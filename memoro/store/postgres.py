@@ -14,6 +14,7 @@ Needs ``pip install 'memoro[postgres]'`` (psycopg 3 with its pool).
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -32,6 +33,8 @@ from memoro.history import terms
 from memoro.models import AuditEntry, AuditRecord, Operation, StoredBlock, Writer
 from memoro.store import migrations
 from memoro.store.postgres_history import PgHistory, insert_postings
+
+log = logging.getLogger("memoro.store")
 
 
 def migrate(url: str) -> None:
@@ -178,8 +181,59 @@ class PostgresStore(PgHistory):
                 open=True,
             )
             self.pool.wait(timeout=30)
+            with self.pool.connection() as conn:
+                role = conn.execute(
+                    "SELECT rolname, rolsuper OR rolbypassrls AS bypass FROM pg_roles"
+                    " WHERE rolname = current_user"
+                ).fetchone()
         except psycopg.Error as exc:
             raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
+        self._check_schema()
+        if role and role["bypass"]:
+            log.warning(
+                "memoro connects to PostgreSQL as %r, which bypasses row-level security:"
+                " the second wall between users is down; connect as a role without"
+                " SUPERUSER and BYPASSRLS (docs/deploy.md)",
+                role["rolname"],
+            )
+
+    def _check_schema(self) -> None:
+        """Migrate a database that has no memoro tables yet (when this role
+        may); refuse one whose schema is older or newer than this memoro."""
+        known = len(migrations.load("postgres"))
+        try:
+            with self.pool.connection() as conn:
+                present = conn.execute(
+                    "SELECT to_regclass('schema_migrations') IS NOT NULL AS present"
+                ).fetchone()
+                found = None
+                if present and present["present"]:
+                    found = conn.execute(
+                        "SELECT coalesce(max(version), 0) AS v FROM schema_migrations"
+                    ).fetchone()
+                version = found["v"] if found else None
+        except psycopg.Error as exc:
+            self.pool.close()
+            raise StoreError(f"cannot read memoro's schema version: {exc}") from exc
+        if version is None:
+            try:
+                migrate(self.url)
+            except MigrationError as exc:
+                self.pool.close()
+                raise MigrationError(
+                    "the database has no memoro tables and this role cannot create them:"
+                    f" run `memoro migrate` as the role that should own them ({exc})"
+                ) from exc
+        elif version != known:
+            self.pool.close()
+            raise MigrationError(
+                f"the database has schema version {version} and this memoro needs {known}: "
+                + (
+                    "run `memoro migrate` as the role that owns the tables"
+                    if version < known
+                    else "upgrade memoro"
+                )
+            )
 
     @contextmanager
     def transaction(self, user_id: str) -> Iterator[psycopg.Connection[dict[str, Any]]]:
