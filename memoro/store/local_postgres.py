@@ -86,3 +86,32 @@ def running(data_dir: str | None = None) -> Iterator[LocalPostgres]:
         server.cleanup()
         if data_dir is None:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def main() -> None:
+    """``python -m memoro.store.local_postgres [DATA_DIR]``: run a local
+    PostgreSQL for memoro until Ctrl-C and print the URL to use."""
+    import signal
+    import sys
+
+    folder = sys.argv[1] if len(sys.argv) > 1 else None
+    if folder in ("-h", "--help"):
+        print(main.__doc__)
+        return
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    with running(folder) as server:
+        print(f"export MEMORO_DATABASE_URL='{server.app}'")
+        print(f"# owner (memoro migrate): {server.owner}", file=sys.stderr)
+        print("# PostgreSQL with pgvector is running; Ctrl-C stops it.", file=sys.stderr)
+        sys.stdout.flush()
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+        try:
+            while True:
+                signal.pause()
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()
