@@ -522,3 +522,34 @@ def test_a_local_postgresql_to_try_memoro_on(tmp_path: Path) -> None:
             memoro.close()
             proc.terminate()
             assert proc.wait(30) == 0
+
+
+def test_a_database_restart_is_survived_and_an_outage_is_a_503(tmp_path: Path) -> None:
+    """Pooled connections broken by a restart are replaced before use; while
+    the database is down the API answers 503 with a JSON error and the store
+    raises StoreError — never a driver traceback."""
+    import httpx
+
+    from memoro.auth import Signer
+    from memoro.errors import StoreError
+    from memoro.service import Memoro
+    from memoro.settings import Settings
+    from memoro.store import local_postgres
+    from memoro.web.security import AuthConfig
+    from tests.web_server import SECRET, running
+
+    data = str(tmp_path / "pg")
+    with local_postgres.running(data) as server:
+        store = PostgresStore(server.app, timeout=1.0)
+        memoro = Memoro(store, Settings(home=tmp_path), embedder=None, worker=False)
+        memoro.write_block("ann", "Name: Ann", writer="user")
+    with local_postgres.running(data):  # the same data, a new server process
+        assert memoro.read_block("ann").text == "Name: Ann"  # type: ignore[union-attr]
+    headers = {"Authorization": f"Bearer {Signer(SECRET).issue('ann')}"}
+    with running(memoro, AuthConfig.build("token", SECRET, "local")) as url:
+        down = httpx.get(f"{url}/v1/memory", headers=headers, timeout=30)
+    assert down.status_code == 503
+    assert "PostgreSQL is unavailable" in down.json()["error"]["message"]
+    with pytest.raises(StoreError, match="unavailable"):
+        memoro.search("ann", "anything")
+    memoro.close()

@@ -36,6 +36,9 @@ from memoro.store.postgres_history import PgHistory, insert_postings
 
 log = logging.getLogger("memoro.store")
 
+POOL_TIMEOUT = 10.0
+"""Seconds a request waits for a database connection before it fails."""
+
 
 def migrate(url: str) -> None:
     """Apply the PostgreSQL migrations, once, under an advisory lock (run it
@@ -170,7 +173,9 @@ class _BlockTransaction:
 class PostgresStore(PgHistory):
     """The Store on PostgreSQL."""
 
-    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
+    def __init__(
+        self, url: str, *, min_size: int = 1, max_size: int = 10, timeout: float = POOL_TIMEOUT
+    ) -> None:
         self.url = url
         try:
             self.pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] = ConnectionPool(
@@ -178,6 +183,10 @@ class PostgresStore(PgHistory):
                 min_size=min_size,
                 max_size=max_size,
                 kwargs={"row_factory": dict_row, "autocommit": False},
+                # a connection broken by a database restart or failover is
+                # replaced before use, not handed to a request
+                check=ConnectionPool.check_connection,
+                timeout=timeout,
                 open=True,
             )
             self.pool.wait(timeout=30)
@@ -236,9 +245,19 @@ class PostgresStore(PgHistory):
             )
 
     @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[dict[str, Any]]]:
+        """A pooled connection; an unreachable database is a StoreError
+        (HTTP 503, a one-line CLI error), never a driver traceback."""
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except psycopg.OperationalError as exc:
+            raise StoreError(f"PostgreSQL is unavailable: {exc}") from exc
+
+    @contextmanager
     def transaction(self, user_id: str) -> Iterator[psycopg.Connection[dict[str, Any]]]:
         """A transaction that sees only ``user_id``'s rows."""
-        with self.pool.connection() as conn, conn.transaction():
+        with self.connection() as conn, conn.transaction():
             conn.execute("SELECT set_config('memoro.user_id', %s, true)", (user_id,))
             yield conn
 

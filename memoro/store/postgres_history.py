@@ -135,7 +135,8 @@ class PgHistory:
     names its user, even though row-level security would hide other users'
     rows anyway: RLS is the second wall, not the first."""
 
-    pool: Any
+    def connection(self) -> AbstractContextManager[Any]:
+        raise NotImplementedError
 
     def transaction(self, user_id: str) -> AbstractContextManager[Any]:
         raise NotImplementedError
@@ -404,7 +405,7 @@ class PgHistory:
         return {r["id"]: (r["turn_id"], r["conversation_id"], r["at"], r["text"]) for r in rows}
 
     def vector_models(self) -> dict[str, int]:
-        with self.pool.connection() as conn:
+        with self.connection() as conn:
             return {
                 r["model"]: r["n"]
                 for r in conn.execute(
@@ -413,14 +414,14 @@ class PgHistory:
             }
 
     def chunks_missing_vectors(self, model: str, limit: int) -> list[tuple[int, str, str]]:
-        with self.pool.connection() as conn:
+        with self.connection() as conn:
             rows = conn.execute(
                 "SELECT * FROM memoro_chunks_missing(%s, %s)", (model, limit)
             ).fetchall()
         return [(r["id"], r["user_id"], r["text"]) for r in rows]
 
     def count_chunks_missing_vectors(self, model: str) -> tuple[int, int]:
-        with self.pool.connection() as conn:
+        with self.connection() as conn:
             row = conn.execute("SELECT * FROM memoro_count_missing(%s)", (model,)).fetchone()
         return (row["missing"], row["total"]) if row else (0, 0)
 
@@ -464,7 +465,7 @@ class PgHistory:
 
     def claim_job(self, worker: str, lease_seconds: float) -> Job | None:
         until = datetime.now(UTC) + timedelta(seconds=lease_seconds)
-        with self.pool.connection() as conn, conn.transaction():
+        with self.connection() as conn, conn.transaction():
             row = conn.execute(
                 "UPDATE jobs SET status = 'running', locked_by = %s, locked_until = %s,"
                 " attempts = attempts + 1 WHERE id = ("
@@ -476,11 +477,11 @@ class PgHistory:
         return _job(row) if row else None
 
     def finish_job(self, job: Job, worker: str) -> bool:
-        with self.pool.connection() as conn, conn.transaction():
+        with self.connection() as conn, conn.transaction():
             return _finish(conn, job, worker)
 
     def release_job(self, job: Job, worker: str, error: str, retry_in: float | None) -> None:
-        with self.pool.connection() as conn, conn.transaction():
+        with self.connection() as conn, conn.transaction():
             if retry_in is None:
                 conn.execute(
                     "UPDATE jobs SET status = 'failed', last_error = %s, locked_by = NULL,"
@@ -496,7 +497,7 @@ class PgHistory:
                 )
 
     def list_jobs(self, status: JobStatus | None = None, *, limit: int = 100) -> list[Job]:
-        with self.pool.connection() as conn:
+        with self.connection() as conn:
             rows = conn.execute(
                 "SELECT * FROM jobs WHERE %s::text IS NULL OR status = %s ORDER BY id LIMIT %s",
                 (status, status, limit),
@@ -505,13 +506,13 @@ class PgHistory:
 
     def count_jobs(self) -> dict[JobStatus, int]:
         counts = dict.fromkeys(JobStatus, 0)
-        with self.pool.connection() as conn:
+        with self.connection() as conn:
             for r in conn.execute("SELECT status, count(*) AS n FROM jobs GROUP BY status"):
                 counts[JobStatus(r["status"])] = r["n"]
         return counts
 
     def retry_job(self, job_id: int) -> bool:
-        with self.pool.connection() as conn, conn.transaction():
+        with self.connection() as conn, conn.transaction():
             return bool(
                 conn.execute(
                     "UPDATE jobs SET status = 'pending', attempts = 0,"
