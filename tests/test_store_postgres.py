@@ -261,9 +261,10 @@ def test_notify_wakes_an_idle_worker_in_another_process(postgres: tuple[str, str
 
 def test_four_worker_processes_index_2000_turns_exactly_once(postgres: tuple[str, str]) -> None:
     """Four `memoro worker`-like processes drain 2,000 turns queued while
-    they run, woken by NOTIFY; one is SIGKILLed while it holds a job, which
-    another takes over when its lease runs out. Every turn ends indexed
-    exactly once and no job is lost or set aside."""
+    they run, woken by NOTIFY. Halfway, one is SIGKILLed while it holds a
+    job (it embeds slowly, so it nearly always does); another takes the job
+    over when its lease runs out. Every turn ends indexed exactly once and
+    no job is lost or set aside."""
     import os
     import signal
     import time
@@ -271,16 +272,20 @@ def test_four_worker_processes_index_2000_turns_exactly_once(postgres: tuple[str
     admin, app = postgres
     pg.clean(admin)
     store = PostgresStore(app, max_size=4)
-    procs = [_worker(app, delay=0.002, lease=2, poll=1) for _ in range(4)]
-    try:
-        _listening(admin, 4)
-        turns = [
+    victim = _worker(app, delay=0.2, lease=2, poll=1)
+    procs = [victim] + [_worker(app, delay=0.002, lease=2, poll=1) for _ in range(3)]
+
+    def record(numbers: range) -> list[Any]:
+        return [
             store.record_turn(
                 f"user{i % 25}", f"c{i % 40}", f"turn {i} about herons", "ok", datetime.now(UTC)
             )
-            for i in range(2000)
+            for i in numbers
         ]
-        victim = procs[0]
+
+    try:
+        _listening(admin, 4)
+        turns = record(range(1000))
         deadline = time.monotonic() + 60
         with psycopg.connect(admin, autocommit=True) as probe:
             while True:  # freeze the victim; kill it only while it holds a job
@@ -293,9 +298,10 @@ def test_four_worker_processes_index_2000_turns_exactly_once(postgres: tuple[str
                 if held:
                     break
                 os.kill(victim.pid, signal.SIGCONT)
-                time.sleep(0.01)
+                turns += record(range(len(turns), len(turns) + 1))  # keep the queue busy
             os.kill(victim.pid, signal.SIGKILL)
             victim.wait()
+            turns += record(range(len(turns), 2000))
             deadline = time.monotonic() + 120
             while probe.execute("SELECT count(*) FROM jobs").fetchone() != (0,):
                 assert time.monotonic() < deadline, "jobs were left in the queue"
@@ -309,6 +315,7 @@ def test_four_worker_processes_index_2000_turns_exactly_once(postgres: tuple[str
         for proc in procs:
             proc.kill()
             proc.wait()
+    assert len(turns) == 2000
     assert sorted(rows) == sorted((t.turn_id, 1) for t in turns)
     assert unindexed == (0,)
     store.close()
