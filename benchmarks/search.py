@@ -94,7 +94,7 @@ def database_mb(memoro: Memoro, home: str) -> float:
     return sum(f.stat().st_size for f in Path(home).glob("memoro.db*")) / 2**20
 
 
-Row = tuple[int, str, float, float, float, float, float]
+Row = tuple[int, str, float, float, float, float | None, float]
 
 
 def scale(where: Backend, sizes: list[int], queries: int, local: LocalEmbedder) -> list[Row]:
@@ -130,8 +130,8 @@ def scale(where: Backend, sizes: list[int], queries: int, local: LocalEmbedder) 
                     times.append((time.perf_counter() - t0) * 1000)
                 # PostgreSQL keeps its index in the server; this process's
                 # peak would only repeat an earlier backend's
-                peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-                peak = float("nan") if where.url else peak
+                rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+                peak = None if where.url else rss
                 rows.append(
                     (
                         size,
@@ -205,7 +205,7 @@ def main() -> None:
         cells = []
         for b in labels:
             _, _, median, p95, _load, peak, _ = results[b][0][i]
-            cells += [f"{median:.2f}", f"{p95:.2f}", "—" if peak != peak else f"{peak:,.0f}"]
+            cells += [f"{median:.2f}", f"{p95:.2f}", "—" if peak is None else f"{peak:,.0f}"]
         cells += [f"{results[b][0][i][6]:,.0f}" for b in labels]
         print(f"| {size:,} | {mode} | " + " | ".join(cells) + " |")
     print()

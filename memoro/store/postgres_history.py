@@ -68,6 +68,17 @@ def insert_postings(conn: Any, user_id: str, chunk_id: int, found: terms.ChunkTe
     )
 
 
+def _insert_vectors(
+    conn: Any, chunk_id: int, user_id: str, model: str, windows: npt.NDArray[np.float32]
+) -> None:
+    """One row per window of a chunk (C7), each with its model (C8)."""
+    conn.cursor().executemany(
+        "INSERT INTO vectors (chunk_id, user_id, model, part, embedding)"
+        " VALUES (%s, %s, %s, %s, %s::vector)",
+        [(chunk_id, user_id, model, part, _vector(w)) for part, w in enumerate(windows)],
+    )
+
+
 def _turn(row: dict[str, Any]) -> Turn:
     return Turn(
         row["id"],
@@ -134,6 +145,8 @@ class PgHistory:
     """The past-conversation and queue methods of PostgresStore. Every query
     names its user, even though row-level security would hide other users'
     rows anyway: RLS is the second wall, not the first."""
+
+    url: str
 
     def connection(self) -> AbstractContextManager[Any]:
         raise NotImplementedError
@@ -224,12 +237,7 @@ class PgHistory:
                 ).fetchone()["id"]
                 insert_postings(conn, user_id, chunk_id, found)
                 if vectors is not None and model is not None:
-                    for part, window in enumerate(vectors[ordinal]):
-                        conn.execute(
-                            "INSERT INTO vectors (chunk_id, user_id, model, part, embedding)"
-                            " VALUES (%s, %s, %s, %s, %s::vector)",
-                            (chunk_id, user_id, model, part, _vector(window)),
-                        )
+                    _insert_vectors(conn, chunk_id, user_id, model, vectors[ordinal])
             conn.execute("UPDATE turns SET indexed_at = now() WHERE id = %s", (turn_id,))
             conn.execute(
                 "INSERT INTO history_users VALUES (%s, %s, %s) ON CONFLICT (user_id) DO UPDATE"
@@ -271,23 +279,19 @@ class PgHistory:
             ).rowcount
             if not done:
                 return False
-            mine = (user_id, conversation_id)
-            chunks = (
-                "SELECT c.id, c.terms, c.length FROM chunks c JOIN turns t ON t.id = c.turn_id"
-                " WHERE t.user_id = %s AND t.conversation_id = %s"
-            )
+            # the conversation's chunks are read once; postings and vectors go
+            # and the user's keyword statistics shrink in the same statement
             conn.execute(
-                "DELETE FROM postings p USING (SELECT x.id, unnest(x.terms) AS term"
-                f" FROM ({chunks}) x) d WHERE p.user_id = %s AND p.term = d.term"
-                " AND p.chunk_id = d.id",
-                (*mine, user_id),
-            )
-            conn.execute(f"DELETE FROM vectors v USING ({chunks}) x WHERE v.chunk_id = x.id", mine)
-            conn.execute(
-                "UPDATE history_users h SET chunks = h.chunks - d.n, length = h.length - d.total"
-                f" FROM (SELECT count(*) AS n, coalesce(sum(x.length), 0) AS total"
-                f" FROM ({chunks}) x) d WHERE h.user_id = %s",
-                (*mine, user_id),
+                "WITH gone AS (SELECT c.id, c.terms, c.length FROM chunks c"
+                "  JOIN turns t ON t.id = c.turn_id"
+                "  WHERE t.user_id = %(user)s AND t.conversation_id = %(conversation)s),"
+                " p AS (DELETE FROM postings p USING (SELECT id, unnest(terms) AS term FROM gone) g"
+                "  WHERE p.user_id = %(user)s AND p.term = g.term AND p.chunk_id = g.id),"
+                " v AS (DELETE FROM vectors v USING gone WHERE v.chunk_id = gone.id)"
+                " UPDATE history_users h SET chunks = h.chunks - d.n, length = h.length - d.total"
+                " FROM (SELECT count(*) AS n, coalesce(sum(length), 0) AS total FROM gone) d"
+                " WHERE h.user_id = %(user)s",
+                {"user": user_id, "conversation": conversation_id},
             )
             _enqueue(conn, "purge_conversation", user_id, {"conversation_id": conversation_id})
         return True
@@ -441,16 +445,9 @@ class PgHistory:
                     (chunk_id, user_id),
                 ).fetchone():
                     conn.execute("DELETE FROM vectors WHERE chunk_id = %s", (chunk_id,))
-                    for part, window in enumerate(windows):
-                        conn.execute(
-                            "INSERT INTO vectors (chunk_id, user_id, model, part, embedding)"
-                            " VALUES (%s, %s, %s, %s, %s::vector)",
-                            (chunk_id, user_id, model, part, _vector(window)),
-                        )
+                    _insert_vectors(conn, chunk_id, user_id, model, windows)
 
     # -- the job queue -----------------------------------------------------
-
-    url: str
 
     def listen_for_jobs(self, wake: Callable[[], None], stop: threading.Event) -> None:
         """LISTEN on its own connection (a pooled one would be handed to
