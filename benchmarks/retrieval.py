@@ -234,9 +234,7 @@ def main() -> None:
     data = json.loads(args.data.read_text("utf-8"))
     modes = MODES if args.mode == "all" else (args.mode,)
     settings = Settings.from_env(overrides={"home": ".", "embedder": args.embedder})
-    inner = make_embedder(
-        settings.embedder, settings.embedding_url, settings.embedding_model, settings.embedding_key
-    )
+    inner = make_embedder(settings)
     embedder = CachedEmbedder(inner) if inner is not None else None
     results: dict[str, dict[str, dict[str, Any]]] = {}
     for spec in specs(args):

@@ -1,10 +1,10 @@
-"""Speed of conversation search and indexing, on SQLite and PostgreSQL.
+"""Speed of conversation search, on SQLite and PostgreSQL.
 
 For one user with 1k, 10k and 100k chunks it prints search latency (median,
 p95; hybrid includes embedding the query with the local model) and this
-process's peak memory; then indexing throughput with the local model on
-1,500-character turns. ``--database`` picks the backends (see
+process's peak memory. ``--database`` picks the backends (see
 benchmarks/_backends.py); given twice, the tables come side by side.
+Indexing throughput is benchmarks/index.py.
 
 To reach 100k chunks in minutes, the scale part stores random unit vectors
 (made by a stand-in embedder under the local model's id) — it measures
@@ -33,7 +33,7 @@ from _backends import Backend, add_option, backend, specs
 
 from memoro import Memoro
 from memoro.history import terms
-from memoro.history.embed import LocalEmbedder
+from memoro.history.embed import MODEL_IDS, LocalEmbedder
 
 Floats = np.typing.NDArray[np.float32]
 
@@ -42,7 +42,7 @@ class RandomVectors:
     """Stands in for the local model when filling the database: random unit
     vectors of the same size, under the same model id."""
 
-    model_id = LocalEmbedder.model_id
+    model_id = MODEL_IDS["int8"]
 
     def __init__(self, seed: int = 7) -> None:
         self.rng = np.random.default_rng(seed)
@@ -148,31 +148,10 @@ def scale(where: Backend, sizes: list[int], queries: int, local: LocalEmbedder) 
     return rows
 
 
-def indexing(where: Backend, turns: int, local: LocalEmbedder) -> float:
-    """Turns per second through the local model into the store."""
-    words, weights = vocabulary()
-    rng = random.Random(5)
-    with tempfile.TemporaryDirectory() as home:
-        memoro = Memoro.open(home, embedder=local, worker=False, database_url=where.url)
-        for i in range(turns):
-            memoro.record_turn(
-                "ann",
-                f"c{i}",
-                "q " + text_of(rng, words, weights, 700),
-                text_of(rng, words, weights, 800),
-            )
-        started = time.perf_counter()
-        memoro.index_pending()
-        elapsed = time.perf_counter() - started
-        memoro.close()
-    return turns / elapsed
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--index-turns", type=int, default=60, help="turns for throughput")
     add_option(parser)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -183,7 +162,7 @@ def main() -> None:
     for spec in specs(args):
         with backend(spec) as where:
             rows = scale(where, sizes, args.queries, local)
-            results[where.label] = (rows, indexing(where, args.index_turns, local))
+            results[where.label] = rows
 
     print("memoro search benchmark — one user, one 1,500-character chunk per turn")
     print(
@@ -200,23 +179,18 @@ def main() -> None:
         + " |"
     )
     print("|---:|---|" + "---:|" * (4 * len(labels)))
-    first = results[labels[0]][0]
+    first = results[labels[0]]
     for i, (size, mode, *_) in enumerate(first):
         cells = []
         for b in labels:
-            _, _, median, p95, _load, peak, _ = results[b][0][i]
+            _, _, median, p95, _load, peak, _ = results[b][i]
             cells += [f"{median:.2f}", f"{p95:.2f}", "—" if peak is None else f"{peak:,.0f}"]
-        cells += [f"{results[b][0][i][6]:,.0f}" for b in labels]
+        cells += [f"{results[b][i][6]:,.0f}" for b in labels]
         print(f"| {size:,} | {mode} | " + " | ".join(cells) + " |")
     print()
     for b in labels:
-        rows, rate = results[b]
-        fill = sum(r[4] for r in rows[::2])
-        print(
-            f"{b}: indexing with the local model {rate:.1f} turns/s ({args.index_turns} turns"
-            f" of 1,500 characters); filling {sizes[-1]:,} chunks with stand-in vectors took"
-            f" {fill:.0f} s"
-        )
+        fill = sum(r[4] for r in results[b][::2])
+        print(f"{b}: filling {sizes[-1]:,} chunks with stand-in vectors took {fill:.0f} s")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ or delete did. Rendering of results as text for the model lives in tools.py.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -191,6 +192,18 @@ class DeleteResult:
 
 
 @dataclass(frozen=True)
+class NewTurn:
+    """A finished turn to store; ``at`` defaults to now. ``key`` makes
+    storing it idempotent: a key the user already has stores nothing."""
+
+    conversation_id: str
+    question: str
+    answer: str
+    at: datetime | None = None
+    key: str | None = None
+
+
+@dataclass(frozen=True)
 class RecordedTurn:
     """Where a finished turn was stored; ``created`` is False when an import
     key had already been recorded."""
@@ -264,6 +277,19 @@ class SearchHit:
         }
 
 
+class SearchHits(list[SearchHit]):
+    """Search results, best first, with ``warnings`` when the search could
+    not use every signal (e.g. keyword search alone while the embedding
+    model is unreachable)."""
+
+    def __init__(self, hits: Iterable[SearchHit] = (), warnings: Sequence[str] = ()) -> None:
+        super().__init__(hits)
+        self.warnings: tuple[str, ...] = tuple(warnings)
+
+    def with_warnings(self, warnings: Sequence[str]) -> SearchHits:
+        return SearchHits(self, (*warnings, *self.warnings))
+
+
 class JobStatus(StrEnum):
     PENDING = "pending"
     RUNNING = "running"
@@ -284,11 +310,14 @@ class Job:
     locked_by: str | None
     last_error: str | None
     created_at: datetime
+    bulk: bool = False
+    """Claimed after every live turn's job, round-robin across users."""
 
     def to_json(self) -> dict[str, object]:
         return {
             "id": self.id,
             "kind": self.kind,
+            "bulk": self.bulk,
             "user": self.user_id,
             "payload": self.payload,
             "status": self.status.value,

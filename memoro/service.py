@@ -6,7 +6,10 @@ re-implements nothing; the store below it only stores.
 from __future__ import annotations
 
 import atexit
-from collections.abc import Callable, Mapping
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,9 +29,10 @@ from memoro.models import (
     Conversation,
     DeleteResult,
     JobStatus,
+    NewTurn,
     Outcome,
     RecordedTurn,
-    SearchHit,
+    SearchHits,
     StoredBlock,
     Turn,
     Writer,
@@ -41,6 +45,8 @@ from memoro.tools import ToolResult, execute
 
 MAX_TURN_CHARS = 1_000_000
 MAX_SEARCH_LIMIT = 50
+IMPORT_BATCH = 500
+"""Imported turns stored per transaction."""
 _DEFAULT: Any = object()
 
 
@@ -94,10 +100,7 @@ class Memoro:
         self.store = store
         self.settings = settings or Settings.from_env()
         if embedder is _DEFAULT:
-            s = self.settings
-            embedder = make_embedder(
-                s.embedder, s.embedding_url, s.embedding_model, s.embedding_key
-            )
+            embedder = make_embedder(self.settings)
         self.embedder: Embedder | None = embedder
         self.worker = Worker(store, embedder)
         if worker is None:
@@ -223,16 +226,36 @@ class Memoro:
         """Store a finished turn; indexing happens later in the background
         (C1, C2). ``key`` makes the call idempotent (imports)."""
         user_id = check_user(user_id)
-        conversation_id = check_conversation(conversation_id)
-        if not isinstance(question, str) or not isinstance(answer, str):
-            raise InvalidInput("question and answer must be strings")
-        if len(question) + len(answer) > MAX_TURN_CHARS:
-            raise InvalidInput(f"a turn holds at most {MAX_TURN_CHARS:,} characters")
-        if not (question.strip() or answer.strip()):
-            raise InvalidInput("a turn needs a question or an answer")
-        when = at or datetime.now(UTC)
-        recorded = self.store.record_turn(user_id, conversation_id, question, answer, when, key)
+        turn = _checked_turn(NewTurn(conversation_id, question, answer, at, key))
+        (recorded,) = self.store.record_turns(user_id, [turn])
         if recorded.created and self._threaded:
+            self.worker.wake()
+        return recorded
+
+    def import_turns(
+        self,
+        user_id: str,
+        turns: Iterable[NewTurn],
+        *,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[RecordedTurn]:
+        """Store many finished turns, e.g. a user's history from elsewhere.
+
+        Every turn is checked before any is stored. A turn without a ``key``
+        gets one from its content, so importing the same turns again stores
+        nothing new. They are indexed after every live conversation's turns
+        and take turns with other users' imports, so an import never makes
+        anyone else wait. ``progress`` gets the number stored per batch.
+        """
+        user_id = check_user(user_id)
+        checked = [_checked_turn(turn, keyed=True) for turn in turns]
+        recorded: list[RecordedTurn] = []
+        for start in range(0, len(checked), IMPORT_BATCH):
+            part = checked[start : start + IMPORT_BATCH]
+            recorded += self.store.record_turns(user_id, part, bulk=True)
+            if progress is not None:
+                progress(len(part))
+        if self._threaded and any(r.created for r in recorded):
             self.worker.wake()
         return recorded
 
@@ -243,11 +266,11 @@ class Memoro:
         *,
         limit: int = 5,
         mode: Mode | str = Mode.HYBRID,
-    ) -> list[SearchHit]:
+    ) -> SearchHits:
         """The user's past turns that best match ``query`` (C4). With no
         confirmed user, nothing runs and nothing comes back (C5)."""
         if user_id is None or user_id == "":
-            return []
+            return SearchHits()
         user_id = check_user(user_id)
         if not isinstance(query, str):
             raise InvalidInput("the query must be a string")
@@ -258,7 +281,7 @@ class Memoro:
         except ValueError:
             raise InvalidInput("mode must be hybrid, keyword or semantic") from None
         if not query.strip():
-            return []
+            return SearchHits()
         return history_search.search(self.store, self.embedder, user_id, query, limit, mode)
 
     def list_conversations(self, user_id: str) -> list[Conversation]:
@@ -281,17 +304,52 @@ class Memoro:
             self.worker.wake()
         return deleted
 
-    def index_pending(self, progress: Callable[[], None] | None = None) -> int:
-        """Run due background jobs in this thread until none is left."""
+    def index_pending(self, progress: Callable[[int], None] | None = None) -> int:
+        """Run due background jobs of every user in this thread until none
+        is left; ``progress`` gets the number of jobs per batch."""
         return self.worker.run_until_idle(progress)
 
-    def pending_jobs(self) -> int:
-        counts = self.store.count_jobs()
+    def pending_jobs(self, user_id: str | None = None) -> int:
+        """Jobs waiting or running (of one user, or of everyone)."""
+        counts = self.store.count_jobs(None if user_id is None else check_user(user_id))
         return counts[JobStatus.PENDING] + counts[JobStatus.RUNNING]
 
-    def reindex(self, progress: Callable[[int], None] | None = None, batch: int = 32) -> int:
+    def index_user(
+        self,
+        user_id: str,
+        progress: Callable[[int], None] | None = None,
+        *,
+        poll: float = 0.2,
+    ) -> int:
+        """Work through one user's queued jobs in this thread — not other
+        users' — until none is waiting or running; workers elsewhere may
+        help. ``progress`` gets how many are left after each step. Returns
+        how many of the user's jobs are set aside as failed."""
+        user_id = check_user(user_id)
+        while True:
+            self.worker.run_until_idle(
+                lambda _: progress(self.pending_jobs(user_id)) if progress else None,
+                user_id=user_id,
+            )
+            left = self.pending_jobs(user_id)
+            if progress is not None:
+                progress(left)
+            if not left:
+                return self.store.count_jobs(user_id)[JobStatus.FAILED]
+            # another worker holds the rest, or a retry is not due yet
+            time.sleep(poll)
+
+    def reindex(
+        self,
+        progress: Callable[[int], None] | None = None,
+        batch: int = 32,
+        *,
+        drop_other_models: bool = False,
+    ) -> int:
         """Embed every chunk that has no vector from the current model (after
-        a change of model, C8); returns how many chunks were embedded."""
+        a change of model, C8), beside the other models' vectors, which
+        search ignores; ``drop_other_models`` then deletes those. Returns
+        how many chunks were embedded."""
         if self.embedder is None:
             return 0
         model = self.embedder.model_id
@@ -299,13 +357,15 @@ class Memoro:
         while True:
             todo = self.store.chunks_missing_vectors(model, batch)
             if not todo:
+                if drop_other_models:
+                    self.store.drop_vectors(model)
                 return done
             vectors = self.embedder.embed_documents([text for _, _, text in todo])
             by_user: dict[str, dict[int, npt.NDArray[np.float32]]] = {}
             for (chunk_id, user_id, _), v in zip(todo, vectors, strict=True):
                 by_user.setdefault(user_id, {})[chunk_id] = v
             for user_id, mine in by_user.items():
-                self.store.replace_vectors(model, user_id, mine)
+                self.store.add_vectors(model, user_id, mine)
             done += len(todo)
             if progress is not None:
                 progress(len(todo))
@@ -336,6 +396,32 @@ class Memoro:
         if user_id is not None and user_id != "":
             user_id = check_user(user_id)
         return execute(self, user_id or None, name, arguments)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _checked_turn(turn: NewTurn, *, keyed: bool = False) -> NewTurn:
+    """``turn`` if it can be stored (with a key from its content when
+    ``keyed`` and it has none), else InvalidInput."""
+    conversation_id = check_conversation(turn.conversation_id)
+    question, answer = turn.question, turn.answer
+    if not isinstance(question, str) or not isinstance(answer, str):
+        raise InvalidInput("question and answer must be strings")
+    if len(question) + len(answer) > MAX_TURN_CHARS:
+        raise InvalidInput(f"a turn holds at most {MAX_TURN_CHARS:,} characters")
+    if not (question.strip() or answer.strip()):
+        raise InvalidInput("a turn needs a question or an answer")
+    at = turn.at or _now()
+    if not isinstance(at, datetime):
+        raise InvalidInput("a turn's time must be a datetime")
+    at = at if at.tzinfo else at.replace(tzinfo=UTC)
+    key = turn.key
+    if key is None and keyed:
+        content = json.dumps([conversation_id, question, answer, turn.at and at.isoformat()])
+        key = "import:" + hashlib.sha256(content.encode()).hexdigest()
+    return NewTurn(conversation_id, question, answer, at, key)
 
 
 def _rejection(new: str, current: str | None) -> WriteResult:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from memoro import block
 from memoro.errors import UnknownTool
-from memoro.models import DeleteResult, Outcome, SearchHit, Writer, WriteResult
+from memoro.models import DeleteResult, Outcome, SearchHits, Writer, WriteResult
 from memoro.prompt import memory_section
 
 if TYPE_CHECKING:
@@ -116,11 +116,12 @@ def render_delete(result: DeleteResult) -> str:
     )
 
 
-def render_search(query: str, hits: list[SearchHit]) -> str:
+def render_search(query: str, hits: SearchHits) -> str:
     """The text a conversation search returns."""
+    notes = "".join(f"Note: {w}\n" for w in hits.warnings)
     if not hits:
-        return f"No past conversation matched {query!r}."
-    parts = [f"Found {_plural(len(hits), 'past turn')} for {query!r}, best first:"]
+        return f"{notes}No past conversation matched {query!r}."
+    parts = [f"{notes}Found {_plural(len(hits), 'past turn')} for {query!r}, best first:"]
     for i, hit in enumerate(hits, 1):
         when = hit.at.strftime("%Y-%m-%d %H:%M UTC")
         parts.append(f"\n{i}. conversation {hit.conversation_id!r}, {when} (turn {hit.turn_id}):")

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 
 from memoro.cli import cli
+from memoro.cli._progress import Progress
+from memoro.service import Memoro
 
 
 def run(home: Path, *args: str, input: str | None = None, embedder: str = "keyword") -> Result:
@@ -22,8 +26,8 @@ def test_turn_add_from_flags_and_from_json_then_search(tmp_path: Path) -> None:
         {"question": "Weather in Oslo?", "answer": "Sunny", "at": "2025-05-01T10:00Z"}
     )
     assert run(tmp_path, "turn", "add", "-u", "ann", "-c", "c2", input=stdin).exit_code == 0
-    hits = json.loads(run(tmp_path, "search", "-u", "ann", "oslo weather", "--json").stdout)
-    assert [(h["conversation"], h["at"][:10]) for h in hits] == [("c2", "2025-05-01")]
+    found = json.loads(run(tmp_path, "search", "-u", "ann", "oslo weather", "--json").stdout)
+    assert [(h["conversation"], h["at"][:10]) for h in found["hits"]] == [("c2", "2025-05-01")]
     text = run(tmp_path, "search", "-u", "ann", "QZ-1").stdout
     assert "conversation 'c1'" in text and "QZ-1" in text
 
@@ -72,7 +76,8 @@ def test_conversations_show_and_delete(tmp_path: Path) -> None:
     assert run(tmp_path, "conversations", "show", "-u", "bob", "trip").exit_code == 1
     deleted = run(tmp_path, "conversations", "delete", "-u", "ann", "trip", "--yes")
     assert deleted.exit_code == 0
-    assert json.loads(run(tmp_path, "search", "-u", "ann", "flights", "--json").stdout) == []
+    found = json.loads(run(tmp_path, "search", "-u", "ann", "flights", "--json").stdout)
+    assert found == {"hits": [], "warnings": []}
     assert run(tmp_path, "conversations", "list", "-u", "ann").stdout == ""
 
 
@@ -80,7 +85,7 @@ def test_jobs_worker_and_status(tmp_path: Path) -> None:
     run(tmp_path, "turn", "add", "-u", "ann", "-c", "c", "-q", "q", "-a", "a", "--no-index")
     listed = json.loads(run(tmp_path, "jobs", "--json").stdout)
     assert [j["kind"] for j in listed] == ["index_turn"]
-    assert "Ran 1 jobs" in run(tmp_path, "worker", "--once").stdout
+    assert "Ran 1 job." in run(tmp_path, "worker", "--once").stdout
     assert "0 pending, 0 running, 0 failed" in run(tmp_path, "jobs").stdout
     status = json.loads(run(tmp_path, "status", "--json").stdout)
     assert status["model"] is None and status["jobs"]["pending"] == 0
@@ -91,8 +96,8 @@ def test_reindex_after_switching_from_keyword_only_to_the_local_model(tmp_path: 
     status = json.loads(run(tmp_path, "status", "--json", embedder="local").stdout)
     assert status["reindex_needed"] and status["chunks_missing_vectors"] == 1
     done = run(tmp_path, "reindex", embedder="local")
-    assert done.exit_code == 0 and "Embedded 1 chunks" in done.stdout
-    hits = json.loads(
+    assert done.exit_code == 0 and "Embedded 1 chunk with" in done.stdout
+    found = json.loads(
         run(
             tmp_path,
             "search",
@@ -105,7 +110,7 @@ def test_reindex_after_switching_from_keyword_only_to_the_local_model(tmp_path: 
             embedder="local",
         ).stdout
     )
-    assert hits and hits[0]["text"].startswith("my cat Pepper")
+    assert found["hits"][0]["text"].startswith("my cat Pepper")
 
 
 def test_terminal_escapes_in_past_turns_are_not_printed(tmp_path: Path) -> None:
@@ -116,3 +121,57 @@ def test_terminal_escapes_in_past_turns_are_not_printed(tmp_path: Path) -> None:
     found = run(tmp_path, "search", "-u", "ann", "screen").stdout
     for text in (shown, found):
         assert "\x1b" not in text and "\x07" not in text and "clear[2J screen" in text
+
+
+def test_import_indexes_its_own_users_turns_only_and_ends_with_one_line(tmp_path: Path) -> None:
+    run(
+        tmp_path, "turn", "add", "-u", "bob", "-c", "c", "-q", "bob's turn", "-a", "x", "--no-index"
+    )
+    path = tmp_path / "turns.jsonl"
+    path.write_text(
+        "\n".join(
+            json.dumps({"conversation": "a", "question": f"question {i}", "answer": "answer"})
+            for i in range(3)
+        )
+    )
+    result = run(tmp_path, "import", str(path), "-u", "ann")
+    assert result.exit_code == 0
+    # not a terminal: no progress bar, one summary line
+    assert result.stderr == ""
+    assert result.stdout.startswith("Imported 3 new turns (0 already there); indexed in ")
+    assert result.stdout.count("\n") == 1
+    (waiting,) = json.loads(run(tmp_path, "jobs", "--json").stdout)
+    assert (waiting["user"], waiting["status"]) == ("bob", "pending")
+    found = json.loads(run(tmp_path, "search", "-u", "ann", "question", "--json").stdout)
+    assert len(found["hits"]) == 3
+
+
+def test_ctrl_c_while_indexing_says_what_was_stored_and_who_indexes_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(*args: object, **kwargs: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Memoro, "index_user", interrupted)
+    result = run(tmp_path, "turn", "add", "-u", "ann", "-c", "c", "-q", "q", "-a", "a")
+    assert result.exit_code == 130
+    assert "Interrupted: 1 turn stored, 1 not indexed yet" in result.stderr
+    assert "memoro worker" in result.stderr and "Traceback" not in result.output
+
+
+def test_a_progress_bar_on_a_terminal_shows_count_rate_and_time_left() -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out = Terminal()
+    with Progress(200, "Indexing", "turn", out=out) as bar:
+        bar.started -= 10  # as if it had been running for ten seconds
+        bar.update(50)
+    line = out.getvalue().split("\r")[-1]
+    assert "Indexing [######" in line and "50/200 turns" in line
+    assert "5.0/s" in line and "30 s left" in line
+    quiet = Terminal()
+    with Progress(200, "Indexing", "turn", out=quiet, quiet=True) as bar:
+        bar.update(50)
+    assert quiet.getvalue() == ""

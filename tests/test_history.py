@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memoro.errors import InvalidInput
+from memoro.errors import InvalidInput, MemoroError
 from memoro.models import SearchHit
 from memoro.service import Memoro
 from memoro.store.sqlite import SqliteStore
@@ -163,19 +163,52 @@ def test_c7_every_window_of_a_chunk_is_embedded(history: Memoro) -> None:
 def test_c8_a_changed_model_is_detected_and_keyword_search_keeps_working(
     history: Memoro,
 ) -> None:
+    from memoro.history.search import INCOMPLETE
     from memoro.testing import HashEmbedder
 
     recorded = history.record_turn("ann", "c1", "the harbour crane project", "ok")
+    history.record_turn("ann", "c2", "a crane of the wading kind", "ok")
     history.index_pending()
     history.embedder = HashEmbedder(model_id="test/other-model", dim=32)
     status = history.index_status()
-    assert status["reindex_needed"] and status["chunks_missing_vectors"] == 1
-    assert status["vectors_by_model"] == {"test/hash": 1}
+    assert status["reindex_needed"] and status["chunks_missing_vectors"] == 2
+    assert status["vectors_by_model"] == {"test/hash": 2}
     assert history.search("ann", "harbour crane", mode="semantic") == []
-    assert turn_ids(history.search("ann", "harbour crane")) == [recorded.turn_id]
-    assert history.reindex() == 1
-    assert history.index_status()["vectors_by_model"] == {"test/other-model": 1}
-    assert turn_ids(history.search("ann", "harbour crane", mode="semantic")) == [recorded.turn_id]
+    keyword_alone = history.search("ann", "harbour crane")
+    assert turn_ids(keyword_alone)[0] == recorded.turn_id
+    assert keyword_alone.warnings == (INCOMPLETE,)
+    assert (
+        "keyword search alone"
+        in history.execute_tool("ann", "conversation_search", {"query": "harbour crane"}).text
+    )
+
+    assert history.reindex() == 2
+    # the new model's vectors are built beside the old ones
+    assert history.index_status()["vectors_by_model"] == {"test/hash": 2, "test/other-model": 2}
+    hybrid = history.search("ann", "harbour crane")
+    assert turn_ids(hybrid)[0] == recorded.turn_id and hybrid.warnings == ()
+    assert turn_ids(history.search("ann", "harbour crane", mode="semantic"))[0] == recorded.turn_id
+    assert history.reindex(drop_other_models=True) == 0
+    assert history.index_status()["vectors_by_model"] == {"test/other-model": 2}
+    assert history.search("ann", "harbour crane").warnings == ()
+
+
+def test_an_unreachable_embedding_model_falls_back_to_keyword_search(history: Memoro) -> None:
+    from memoro.history.search import UNREACHABLE
+
+    recorded = history.record_turn("ann", "c1", "the harbour crane project", "ok")
+    history.index_pending()
+
+    class Down:
+        model_id = "test/hash"
+
+        def embed_query(self, text: str) -> object:
+            raise MemoroError("the embeddings endpoint http://127.0.0.1:9 failed: refused")
+
+    history.embedder = Down()  # type: ignore[assignment]
+    hits = history.search("ann", "harbour crane")
+    assert turn_ids(hits) == [recorded.turn_id] and hits.warnings == (UNREACHABLE,)
+    assert history.search("ann", "harbour crane", mode="semantic").warnings == (UNREACHABLE,)
 
 
 def test_t3_the_search_tool_checks_its_arguments(history: Memoro) -> None:

@@ -102,7 +102,7 @@ def test_user_a_never_reads_writes_searches_or_deletes_b_data(
         assert ann.get("/v1/conversations").json() == []
         assert ann.get("/v1/conversations/bc").status_code == 404
         assert ann.delete("/v1/conversations/bc").status_code == 404
-        assert ann.get("/v1/search", params={"q": "bob secret"}).json() == []
+        assert ann.get("/v1/search", params={"q": "bob secret"}).json()["hits"] == []
         spoof = ann.post(
             "/v1/tools/conversation_search", json={"arguments": {"query": "secret", "user": "bob"}}
         ).json()
@@ -175,10 +175,13 @@ def test_turns_are_recorded_searched_and_deleted(token_server: str, service: Mem
         )
         assert created.status_code == 201
         service.index_pending()
-        (hit,) = http.get("/v1/search", params={"q": "lisbon flights"}).json()
+        (hit,) = http.get("/v1/search", params={"q": "lisbon flights"}).json()["hits"]
         assert (hit["conversation"], hit["turn_id"]) == ("trip", created.json()["turn_id"])
         assert http.delete("/v1/conversations/trip").status_code == 204
-        assert http.get("/v1/search", params={"q": "lisbon flights"}).json() == []
+        assert http.get("/v1/search", params={"q": "lisbon flights"}).json() == {
+            "hits": [],
+            "warnings": [],
+        }
 
 
 def test_the_prompt_and_tool_calls_over_http(token_server: str) -> None:

@@ -1,20 +1,27 @@
-"""The default local embedding model: the NumPy encoder reproduces
-sentence-transformers, and every part of a long chunk is embedded (C7)."""
+"""The default local embedding model: the ONNX graph built from the weights
+reproduces sentence-transformers (fp32 exactly, int8 closely), the built file
+is cached safely, and every part of a long chunk is embedded (C7)."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from memoro.history import model_file
 from memoro.history.embed import LocalEmbedder
+from memoro.history.minilm import model_dir
 from memoro.service import Memoro
 from memoro.settings import Settings
 from memoro.store.sqlite import SqliteStore
 
 REFERENCE = json.loads((Path(__file__).parent / "vectors" / "minilm-reference.json").read_text())
+CASES = REFERENCE["cases"]
+EXPECTED = np.asarray([case["vector"] for case in CASES], dtype=np.float32)
 
 
 @pytest.fixture(scope="module")
@@ -22,13 +29,52 @@ def local() -> LocalEmbedder:
     return LocalEmbedder()
 
 
-@pytest.mark.parametrize("case", REFERENCE["cases"], ids=lambda c: c["text"][:20])
-def test_numpy_minilm_matches_sentence_transformers(local: LocalEmbedder, case: dict) -> None:  # type: ignore[type-arg]
-    (windows,) = local.embed_documents([case["text"]])
-    expected = np.asarray(case["vector"], dtype=np.float32)
-    assert windows.shape == (1, 384)
-    assert np.abs(windows[0] - expected).max() < 1e-5
-    assert np.abs(local.embed_query(case["text"]) - expected).max() < 1e-5
+@pytest.fixture(scope="module")
+def fp32() -> LocalEmbedder:
+    return LocalEmbedder("fp32")
+
+
+def _cosines(embedder: LocalEmbedder, one_by_one: bool) -> np.ndarray:
+    texts = [case["text"] for case in CASES]
+    if one_by_one:
+        got = np.stack([embedder.embed_query(text) for text in texts])
+    else:  # all in one call: several lengths share a padded batch
+        got = np.concatenate(embedder.embed_documents(texts))[:, :]
+    assert got.shape == EXPECTED.shape
+    cosines: np.ndarray = (got * EXPECTED).sum(axis=1)
+    return cosines
+
+
+@pytest.mark.parametrize("one_by_one", [True, False], ids=["alone", "batched"])
+def test_the_fp32_graph_reproduces_sentence_transformers(
+    fp32: LocalEmbedder, one_by_one: bool
+) -> None:
+    cosines = _cosines(fp32, one_by_one)
+    assert cosines.min() >= 0.999, cosines
+
+
+@pytest.mark.parametrize("one_by_one", [True, False], ids=["alone", "batched"])
+def test_the_int8_model_stays_close_to_sentence_transformers(
+    local: LocalEmbedder, one_by_one: bool
+) -> None:
+    cosines = _cosines(local, one_by_one)
+    assert cosines.mean() >= 0.99 and cosines.min() >= 0.98, cosines
+
+
+def test_a_text_gets_the_same_vector_whatever_it_is_embedded_with(local: LocalEmbedder) -> None:
+    texts = [case["text"] for case in CASES]
+    together = local.embed_documents([*texts, "a short one", "another text " * 60])
+    for text, vectors in zip(texts, together, strict=False):
+        (alone,) = local.embed_documents([text])
+        assert np.array_equal(alone, vectors)
+        assert np.array_equal(local.embed_query(text), vectors[0])
+
+
+def test_int8_and_fp32_vectors_have_their_own_model_ids(
+    local: LocalEmbedder, fp32: LocalEmbedder
+) -> None:
+    assert local.model_id == "local/all-MiniLM-L6-v2-int8"
+    assert fp32.model_id == "local/all-MiniLM-L6-v2"
 
 
 def test_a_long_text_is_embedded_in_overlapping_windows_covering_all_of_it(
@@ -36,11 +82,52 @@ def test_a_long_text_is_embedded_in_overlapping_windows_covering_all_of_it(
 ) -> None:
     text = " ".join(f"word{i}" for i in range(600))
     (windows,) = local.embed_documents([text])
-    ids, _ = local._encoder().token_ids(text)
+    ids = local._encoder().token_ids(text)
     step = local.window - local.overlap
     assert windows.shape[0] == len(range(0, len(ids) - local.overlap, step))
     assert (windows.shape[0] - 1) * step + local.window >= len(ids)
     assert np.allclose(np.linalg.norm(windows, axis=1), 1.0, atol=1e-5)
+
+
+def test_a_damaged_cached_model_file_is_rebuilt_never_used(tmp_path: Path) -> None:
+    built = model_file.load(model_dir(), "fp32", tmp_path)
+    (path,) = tmp_path.glob("*.onnx")
+    path.write_bytes(built[: len(built) // 2] + b"\0" * 64)  # torn or corrupted
+    assert model_file.load(model_dir(), "fp32", tmp_path) == built
+    assert path.read_bytes() == built
+    path.unlink()  # missing: built again
+    assert model_file.load(model_dir(), "fp32", tmp_path) == built
+
+
+BUILD = """
+import hashlib, logging, sys
+from pathlib import Path
+from memoro.history import model_file
+from memoro.history.minilm import model_dir
+logging.basicConfig(level=logging.INFO, format="%(message)s")
+data = model_file.load(model_dir(), "int8", Path(sys.argv[1]))
+print(hashlib.sha256(data).hexdigest())
+"""
+
+
+def test_two_processes_needing_the_model_build_it_once(tmp_path: Path) -> None:
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", BUILD, str(tmp_path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    results = [proc.communicate(timeout=300) for proc in procs]
+    assert all(proc.returncode == 0 for proc in procs), results
+    assert results[0][0] == results[1][0]  # the same bytes
+    assert sum("building the local embedding model" in err for _, err in results) == 1
+    assert sorted(p.suffix for p in tmp_path.iterdir() if p.suffix != ".lock") == [
+        ".onnx",
+        ".sha256",
+    ]
 
 
 def test_c7_a_word_near_the_end_of_a_4000_character_chunk_is_found_by_semantic_search(

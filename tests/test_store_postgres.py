@@ -4,7 +4,6 @@ users, even for a query that forgets its user filter (D2)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,7 @@ import psycopg
 import pytest
 
 from memoro.errors import MigrationError
-from memoro.models import AuditRecord, Operation, Writer
+from memoro.models import AuditRecord, NewTurn, Operation, Writer
 from memoro.store.postgres import PostgresStore, migrate
 from tests import postgres as pg
 
@@ -65,7 +64,7 @@ def test_migrations_run_once(postgres: tuple[str, str]) -> None:
     migrate(admin)  # already applied by the session fixture: nothing happens
     with psycopg.connect(admin) as conn:
         rows = conn.execute("SELECT version, name FROM schema_migrations").fetchall()
-    assert rows == [(1, "block"), (2, "history"), (3, "keywords")]
+    assert rows == [(1, "block"), (2, "history"), (3, "keywords"), (4, "queue_lanes")]
 
 
 def test_past_conversations_are_behind_the_same_wall(postgres: tuple[str, str]) -> None:
@@ -158,13 +157,7 @@ def test_workers_on_threads_index_every_turn_exactly_once(postgres: tuple[str, s
     pg.clean(admin)
     store = PostgresStore(app, max_size=8)
     turns = [
-        store.record_turn(
-            f"user{i % 7}",
-            f"c{i % 3}",
-            f"turn {i}",
-            "ok",
-            datetime.now(UTC),
-        )
+        store.record_turns(f"user{i % 7}", [NewTurn(f"c{i % 3}", f"turn {i}", "ok")])[0]
         for i in range(120)
     ]
     workers = [Worker(store, HashEmbedder(delay=0.002), name=f"w{n}") for n in range(4)]
@@ -249,7 +242,7 @@ def test_notify_wakes_an_idle_worker_in_another_process(postgres: tuple[str, str
         try:
             _listening(admin, 1)
             time.sleep(0.2)  # past its first look at the queue
-            turn = store.record_turn("ann", "c", "wake up", "ok", datetime.now(UTC))
+            (turn,) = store.record_turns("ann", [NewTurn("c", "wake up", "ok")])
             deadline = time.monotonic() + 10
             while not store.get_turn("ann", turn.turn_id).indexed:  # type: ignore[union-attr]
                 assert time.monotonic() < deadline, "NOTIFY did not wake the worker"
@@ -277,9 +270,9 @@ def test_four_worker_processes_index_2000_turns_exactly_once(postgres: tuple[str
 
     def record(numbers: range) -> list[Any]:
         return [
-            store.record_turn(
-                f"user{i % 25}", f"c{i % 40}", f"turn {i} about herons", "ok", datetime.now(UTC)
-            )
+            store.record_turns(
+                f"user{i % 25}", [NewTurn(f"c{i % 40}", f"turn {i} about herons", "ok")]
+            )[0]
             for i in numbers
         ]
 

@@ -3,7 +3,6 @@ list and delete conversations, and run or inspect the background work."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import signal
 import sys
@@ -16,8 +15,9 @@ import click
 
 from memoro.block import without_controls
 from memoro.cli._app import cli, open_memoro, print_json, read_stdin, user_option
+from memoro.cli._progress import Progress, duration, plural
 from memoro.history.fusion import Mode
-from memoro.models import JobStatus
+from memoro.models import JobStatus, NewTurn
 from memoro.service import Memoro
 from memoro.tools import render_search
 
@@ -36,13 +36,36 @@ def _parse_time(value: object, where: str) -> datetime | None:
     return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
-def _index(memoro: Memoro, label: str) -> None:
-    """Index what is queued, with a progress bar, before the command exits."""
-    pending = memoro.pending_jobs()
-    if not pending:
-        return
-    with click.progressbar(length=pending, label=label, file=sys.stderr) as bar:
-        memoro.index_pending(progress=lambda: bar.update(1))
+quiet_option = click.option("--quiet", is_flag=True, help="No progress bar; only the summary line.")
+no_index_option = click.option(
+    "--no-index", is_flag=True, help="Leave indexing to a running worker or server."
+)
+
+
+def _index_own(memoro: Memoro, user: str, stored: int, quiet: bool) -> str:
+    """Index the user's queued turns here (not other users'), with a
+    progress bar; the words for the summary line."""
+    total = memoro.pending_jobs(user)
+    if not total:
+        return "indexed"
+    try:
+        with Progress(total, "Indexing", "turn", quiet=quiet) as bar:
+            failed = memoro.index_user(user, lambda left: bar.update(total - left))
+    except KeyboardInterrupt:
+        left = memoro.pending_jobs(user)
+        click.echo(
+            f"\nInterrupted: {plural(stored, 'turn')} stored, {left:,} not indexed yet;"
+            " a running `memoro worker` or `memoro serve` indexes them"
+            " (or run `memoro worker --once`).",
+            err=True,
+        )
+        sys.exit(130)
+    words = f"indexed in {duration(bar.elapsed)}"
+    if bar.elapsed >= 1:
+        words += f" ({bar.rate:,.1f} turns/s)"
+    if failed:
+        words += f"; {plural(failed, 'job')} failed (see `memoro jobs --failed`)"
+    return words
 
 
 @cli.group()
@@ -56,7 +79,8 @@ def turn() -> None:
 @click.option("--question", "-q", help="The user's message (else JSON on stdin).")
 @click.option("--answer", "-a", help="The assistant's answer (else JSON on stdin).")
 @click.option("--at", "at_text", help="When the turn ended, ISO 8601 (default: now).")
-@click.option("--no-index", is_flag=True, help="Leave indexing to a running worker.")
+@no_index_option
+@quiet_option
 @click.pass_context
 def turn_add(
     ctx: click.Context,
@@ -66,11 +90,14 @@ def turn_add(
     answer: str | None,
     at_text: str | None,
     no_index: bool,
+    quiet: bool,
 ) -> None:
     """Record one finished turn (question and answer).
 
     Without --question/--answer, reads {"question": …, "answer": …} as JSON
-    from standard input. The turn is stored first; indexing runs afterwards.
+    from standard input. The turn is stored first; then this command indexes
+    the user's queued turns (not other users') so it is searchable when the
+    command returns.
     """
     at = _parse_time(at_text, "--at")
     if question is None and answer is None:
@@ -84,22 +111,24 @@ def turn_add(
         at = _parse_time(data.get("at"), "stdin") or at
     memoro = open_memoro(ctx)
     recorded = memoro.record_turn(user, conversation, question or "", answer or "", at=at)
-    if not no_index:
-        _index(memoro, "Indexing")
-    click.echo(f"Recorded turn {recorded.turn_id} in conversation {conversation!r}.")
+    done = "" if no_index else "; " + _index_own(memoro, user, 1, quiet)
+    click.echo(f"Recorded turn {recorded.turn_id} in conversation {conversation!r}{done}.")
 
 
 @cli.command("import")
 @click.argument("file", type=click.File("rb"))
 @user_option
-@click.option("--no-index", is_flag=True, help="Leave indexing to a running worker.")
+@no_index_option
+@quiet_option
 @click.pass_context
-def import_turns(ctx: click.Context, file: Any, user: str, no_index: bool) -> None:
+def import_turns(ctx: click.Context, file: Any, user: str, no_index: bool, quiet: bool) -> None:
     """Import turns from a JSON Lines FILE ('-' for stdin).
 
     Each line is {"conversation", "question", "answer", "at"}. Every line is
     checked before anything is stored; importing the same file again adds
-    nothing.
+    nothing. Imported turns are indexed after live conversations' turns and
+    take turns with other users' imports; this command then indexes this
+    user's turns, with a progress bar (Ctrl-C leaves the rest to a worker).
     """
     turns = []
     for number, raw in enumerate(file, 1):
@@ -124,20 +153,23 @@ def import_turns(ctx: click.Context, file: Any, user: str, no_index: bool) -> No
             if not isinstance(row[name], str):
                 raise click.ClickException(f"{where}: {name!r} must be a string")
         at = _parse_time(row.get("at"), where)
-        canonical = json.dumps([row[f] if f != "at" else row.get("at") for f in TURN_FIELDS])
-        key = "import:" + hashlib.sha256(canonical.encode()).hexdigest()
-        turns.append((row, at, key))
+        turns.append(NewTurn(row["conversation"], row["question"], row["answer"], at))
     memoro = open_memoro(ctx)
-    added = 0
-    with click.progressbar(turns, label="Importing", file=sys.stderr) as bar:
-        for row, at, key in bar:
-            recorded = memoro.record_turn(
-                user, row["conversation"], row["question"], row["answer"], at=at, key=key
-            )
-            added += recorded.created
-    if not no_index:
-        _index(memoro, "Indexing")
-    click.echo(f"Imported {added} new turns ({len(turns) - added} already there).")
+    try:
+        with Progress(len(turns), "Storing", "turn", quiet=quiet) as bar:
+            recorded = memoro.import_turns(user, turns, progress=bar.advance)
+    except KeyboardInterrupt:
+        click.echo(
+            f"\nInterrupted after storing {bar.done:,} of {plural(len(turns), 'turn')};"
+            " run the same import again to store the rest (stored turns are skipped).",
+            err=True,
+        )
+        sys.exit(130)
+    added = sum(r.created for r in recorded)
+    done = "" if no_index else "; " + _index_own(memoro, user, added, quiet)
+    click.echo(
+        f"Imported {plural(added, 'new turn')} ({len(turns) - added:,} already there){done}."
+    )
 
 
 @cli.command("search")
@@ -156,7 +188,7 @@ def search(ctx: click.Context, user: str, query: str, limit: int, mode: str, as_
     """Search the user's past conversations, as the model's tool does."""
     hits = open_memoro(ctx).search(user, query, limit=limit, mode=mode)
     if as_json:
-        print_json([hit.to_json() for hit in hits])
+        print_json({"hits": [hit.to_json() for hit in hits], "warnings": list(hits.warnings)})
     else:
         click.echo(render_search(query, hits))
 
@@ -219,8 +251,9 @@ def conversations_delete(ctx: click.Context, user: str, conversation: str, yes: 
 
 @cli.command("worker")
 @click.option("--once", is_flag=True, help="Run the due jobs, then exit.")
+@quiet_option
 @click.pass_context
-def worker(ctx: click.Context, once: bool) -> None:
+def worker(ctx: click.Context, once: bool, quiet: bool) -> None:
     """Index finished turns and purge deleted conversations, until stopped.
 
     Any number of workers can share one database. On SIGINT or SIGTERM the
@@ -228,7 +261,9 @@ def worker(ctx: click.Context, once: bool) -> None:
     """
     memoro = open_memoro(ctx)
     if once:
-        click.echo(f"Ran {memoro.index_pending()} jobs.")
+        with Progress(memoro.pending_jobs(), "Working", "job", quiet=quiet) as bar:
+            ran = memoro.index_pending(progress=bar.advance)
+        click.echo(f"Ran {plural(ran, 'job')}.")
         return
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -275,21 +310,30 @@ def jobs_retry(ctx: click.Context, job_id: int) -> None:
 
 
 @cli.command("reindex")
+@click.option(
+    "--drop-other-models",
+    is_flag=True,
+    help="Afterwards, delete the vectors other embedding models made.",
+)
+@quiet_option
 @click.pass_context
-def reindex(ctx: click.Context) -> None:
+def reindex(ctx: click.Context, drop_other_models: bool, quiet: bool) -> None:
     """Embed every chunk that has no vector from the current model.
 
-    Run it after changing MEMORO_EMBEDDER or the embedding model; keyword
-    search keeps working meanwhile.
+    Run it after changing MEMORO_EMBEDDER or the embedding model. The new
+    vectors are built beside the old ones; until every chunk has one, search
+    uses keywords alone (and says so). The old model's vectors stay until
+    you pass --drop-other-models, so switching back costs nothing.
     """
     memoro = open_memoro(ctx)
     status = memoro.index_status()
     missing = int(str(status["chunks_missing_vectors"]))
     if status["model"] is None:
         raise click.ClickException("MEMORO_EMBEDDER is keyword: there is nothing to embed")
-    with click.progressbar(length=missing, label="Reindexing", file=sys.stderr) as bar:
-        done = memoro.reindex(progress=bar.update)
-    click.echo(f"Embedded {done} chunks with {status['model']}.")
+    with Progress(missing, "Embedding", "chunk", quiet=quiet) as bar:
+        done = memoro.reindex(progress=bar.advance, drop_other_models=drop_other_models)
+    dropped = "; other models' vectors deleted" if drop_other_models else ""
+    click.echo(f"Embedded {plural(done, 'chunk')} with {status['model']}{dropped}.")
 
 
 @cli.command("status")

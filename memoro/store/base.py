@@ -25,6 +25,7 @@ from memoro.models import (
     Conversation,
     Job,
     JobStatus,
+    NewTurn,
     RecordedTurn,
     StoredBlock,
     Turn,
@@ -81,17 +82,12 @@ class Store(Protocol):
 
     # -- past conversations (C) --------------------------------------------
 
-    def record_turn(
-        self,
-        user_id: str,
-        conversation_id: str,
-        question: str,
-        answer: str,
-        at: datetime,
-        key: str | None = None,
-    ) -> RecordedTurn:
-        """Store a finished turn and queue its indexing, in one transaction.
-        With a ``key`` already recorded for the user, store nothing."""
+    def record_turns(
+        self, user_id: str, turns: Sequence[NewTurn], *, bulk: bool = False
+    ) -> list[RecordedTurn]:
+        """Store finished turns and queue their indexing, in one transaction
+        (all or none). A turn whose ``key`` the user already has is not
+        stored again. ``bulk`` jobs (imports) wait behind live turns' jobs."""
         ...
 
     def get_turn(self, user_id: str, turn_id: int) -> Turn | None:
@@ -159,11 +155,16 @@ class Store(Protocol):
         """(chunks without a vector from ``model``, all chunks)."""
         ...
 
-    def replace_vectors(
+    def add_vectors(
         self, model: str, user_id: str, vectors: dict[int, npt.NDArray[np.float32]]
     ) -> None:
-        """Give chunks of ``user_id`` new vectors from ``model``, dropping
-        older ones (a chunk that is gone, or another user's, is skipped)."""
+        """Give chunks of ``user_id`` vectors from ``model``, replacing that
+        model's and keeping other models' (a chunk that is gone, or another
+        user's, is skipped)."""
+        ...
+
+    def drop_vectors(self, keep_model: str) -> int:
+        """Delete every vector not made by ``keep_model``; how many went."""
         ...
 
     # -- the job queue -----------------------------------------------------
@@ -174,8 +175,21 @@ class Store(Protocol):
         other processes (workers there poll)."""
         ...
 
-    def claim_job(self, worker: str, lease_seconds: float) -> Job | None:
-        """Take the oldest due job (or one whose lease ran out)."""
+    def claim_jobs(
+        self, worker: str, lease_seconds: float, limit: int, *, user_id: str | None = None
+    ) -> list[Job]:
+        """Take up to ``limit`` due jobs (or ones whose lease ran out): live
+        turns' jobs oldest first, then bulk jobs round-robin across users.
+        With ``user_id``, only that user's jobs."""
+        ...
+
+    def extend_leases(self, jobs: Sequence[Job], worker: str, lease_seconds: float) -> None:
+        """Keep holding jobs this worker still holds for ``lease_seconds``."""
+        ...
+
+    def return_jobs(self, jobs: Sequence[Job], worker: str) -> None:
+        """Give back jobs this worker holds but did not start, as if never
+        claimed (their attempt does not count)."""
         ...
 
     def finish_job(self, job: Job, worker: str) -> bool:
@@ -190,8 +204,8 @@ class Store(Protocol):
         """Jobs in the queue, oldest first."""
         ...
 
-    def count_jobs(self) -> dict[JobStatus, int]:
-        """How many jobs are pending, running and failed."""
+    def count_jobs(self, user_id: str | None = None) -> dict[JobStatus, int]:
+        """How many jobs are pending, running and failed (of one user)."""
         ...
 
     def retry_job(self, job_id: int) -> bool:

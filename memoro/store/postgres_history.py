@@ -23,7 +23,7 @@ import psycopg
 
 from memoro.errors import InvalidInput
 from memoro.history import terms
-from memoro.models import Conversation, Job, JobStatus, RecordedTurn, Turn
+from memoro.models import Conversation, Job, JobStatus, NewTurn, RecordedTurn, Turn
 
 log = logging.getLogger("memoro.worker")
 
@@ -34,6 +34,18 @@ LISTEN_TIMEOUT = 1.0
 _VISIBLE = (
     " JOIN conversations cv ON cv.user_id = t.user_id AND cv.id = t.conversation_id"
     " AND cv.deleted_at IS NULL"
+)
+
+
+# Users with pending bulk jobs after %(after)s, in order: a loose index scan
+# (one probe of jobs_users per user) instead of reading every pending job.
+_BULK_USERS = (
+    "WITH RECURSIVE u (user_id) AS ("
+    " (SELECT user_id FROM jobs WHERE status = 'pending' AND lane = 1 AND user_id > %(after)s"
+    "  ORDER BY user_id LIMIT 1)"
+    " UNION ALL SELECT (SELECT j.user_id FROM jobs j WHERE j.status = 'pending' AND j.lane = 1"
+    "  AND j.user_id > u.user_id ORDER BY j.user_id LIMIT 1) FROM u WHERE u.user_id IS NOT NULL)"
+    " SELECT user_id FROM u WHERE user_id IS NOT NULL LIMIT %(limit)s"
 )
 
 
@@ -104,6 +116,7 @@ def _job(row: dict[str, Any]) -> Job:
         row["locked_by"],
         row["last_error"],
         row["created_at"],
+        bool(row["lane"]),
     )
 
 
@@ -147,6 +160,8 @@ class PgHistory:
     rows anyway: RLS is the second wall, not the first."""
 
     url: str
+    _bulk_cursor: str = ""
+    """The user whose bulk jobs this store claimed last."""
 
     def connection(self) -> AbstractContextManager[Any]:
         raise NotImplementedError
@@ -154,47 +169,12 @@ class PgHistory:
     def transaction(self, user_id: str) -> AbstractContextManager[Any]:
         raise NotImplementedError
 
-    def record_turn(
-        self,
-        user_id: str,
-        conversation_id: str,
-        question: str,
-        answer: str,
-        at: datetime,
-        key: str | None = None,
-    ) -> RecordedTurn:
+    def record_turns(
+        self, user_id: str, turns: Sequence[NewTurn], *, bulk: bool = False
+    ) -> list[RecordedTurn]:
         with self.transaction(user_id) as conn:
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (user_id,))
-            if key is not None:
-                row = conn.execute(
-                    "SELECT id, conversation_id, seq FROM turns WHERE user_id = %s AND key = %s",
-                    (user_id, key),
-                ).fetchone()
-                if row:
-                    return RecordedTurn(row["id"], row["conversation_id"], row["seq"], False)
-            found = conn.execute(
-                "SELECT deleted_at FROM conversations WHERE user_id = %s AND id = %s",
-                (user_id, conversation_id),
-            ).fetchone()
-            if found is None:
-                conn.execute(
-                    "INSERT INTO conversations VALUES (%s, %s, now(), NULL)",
-                    (user_id, conversation_id),
-                )
-            elif found["deleted_at"] is not None:
-                raise InvalidInput(f"conversation {conversation_id!r} was deleted")
-            seq = conn.execute(
-                "SELECT coalesce(max(seq), 0) + 1 AS n FROM turns"
-                " WHERE user_id = %s AND conversation_id = %s",
-                (user_id, conversation_id),
-            ).fetchone()["n"]
-            turn_id = conn.execute(
-                "INSERT INTO turns (user_id, conversation_id, seq, question, answer, at, key)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
-                (user_id, conversation_id, seq, question, answer, at, key),
-            ).fetchone()["id"]
-            _enqueue(conn, "index_turn", user_id, {"turn_id": turn_id})
-        return RecordedTurn(turn_id, conversation_id, seq, True)
+            return [_record(conn, user_id, turn, bulk) for turn in turns]
 
     def get_turn(self, user_id: str, turn_id: int) -> Turn | None:
         with self.transaction(user_id) as conn:
@@ -433,7 +413,7 @@ class PgHistory:
             row = conn.execute("SELECT * FROM memoro_count_missing(%s)", (model,)).fetchone()
         return (row["missing"], row["total"]) if row else (0, 0)
 
-    def replace_vectors(
+    def add_vectors(
         self, model: str, user_id: str, vectors: dict[int, npt.NDArray[np.float32]]
     ) -> None:
         with self.transaction(user_id) as conn:
@@ -444,8 +424,22 @@ class PgHistory:
                     + " WHERE c.id = %s AND c.user_id = %s",
                     (chunk_id, user_id),
                 ).fetchone():
-                    conn.execute("DELETE FROM vectors WHERE chunk_id = %s", (chunk_id,))
+                    conn.execute(
+                        "DELETE FROM vectors WHERE chunk_id = %s AND model = %s", (chunk_id, model)
+                    )
                     _insert_vectors(conn, chunk_id, user_id, model, windows)
+
+    def drop_vectors(self, keep_model: str) -> int:
+        """One user at a time, under each user's policy."""
+        with self.connection() as conn:
+            users = [r["user_id"] for r in conn.execute("SELECT user_id FROM history_users")]
+        gone = 0
+        for user_id in users:
+            with self.transaction(user_id) as conn:
+                gone += conn.execute(
+                    "DELETE FROM vectors WHERE user_id = %s AND model != %s", (user_id, keep_model)
+                ).rowcount
+        return gone
 
     # -- the job queue -----------------------------------------------------
 
@@ -464,18 +458,80 @@ class PgHistory:
                 log.warning("job listener lost its connection: %s", exc)
                 stop.wait(LISTEN_TIMEOUT)
 
-    def claim_job(self, worker: str, lease_seconds: float) -> Job | None:
+    def claim_jobs(
+        self, worker: str, lease_seconds: float, limit: int, *, user_id: str | None = None
+    ) -> list[Job]:
+        """Live turns' jobs (and ones whose lease ran out) oldest first, then
+        bulk jobs round-robin across users; SKIP LOCKED lets any number of
+        workers claim at once without waiting on each other."""
         until = datetime.now(UTC) + timedelta(seconds=lease_seconds)
+        mine = "AND user_id = %(user)s" if user_id is not None else ""
+        args: dict[str, Any] = {"user": user_id, "limit": limit}
         with self.connection() as conn, conn.transaction():
-            row = conn.execute(
+            ids = [
+                r["id"]
+                for r in conn.execute(
+                    "SELECT id FROM jobs WHERE ((status = 'running' AND locked_until <= now())"
+                    f" OR (status = 'pending' AND lane = 0 AND run_after <= now())) {mine}"
+                    " ORDER BY id LIMIT %(limit)s FOR UPDATE SKIP LOCKED",
+                    args,
+                )
+            ]
+            if len(ids) < limit:
+                ids += self._bulk(conn, limit - len(ids), user_id)
+            if not ids:
+                return []
+            rows = conn.execute(
                 "UPDATE jobs SET status = 'running', locked_by = %s, locked_until = %s,"
-                " attempts = attempts + 1 WHERE id = ("
-                " SELECT id FROM jobs WHERE (status = 'pending' AND run_after <= now())"
-                " OR (status = 'running' AND locked_until <= now())"
-                " ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING *",
-                (worker, until),
-            ).fetchone()
-        return _job(row) if row else None
+                " attempts = attempts + 1 WHERE id = ANY(%s) RETURNING *",
+                (worker, until, ids),
+            ).fetchall()
+        return sorted((_job(r) for r in rows), key=lambda job: ids.index(job.id))
+
+    def _bulk(self, conn: Any, limit: int, user_id: str | None) -> list[int]:
+        """Due bulk jobs, an equal share from each user with some, taking
+        users in turn from where this store's last claim stopped."""
+        if user_id is not None:
+            users = [user_id]
+        else:
+            users = [
+                r["user_id"]
+                for r in conn.execute(_BULK_USERS, {"after": self._bulk_cursor, "limit": limit})
+            ]
+            if len(users) < limit:  # wrap around to the users before the cursor
+                users += [
+                    r["user_id"]
+                    for r in conn.execute(_BULK_USERS, {"after": "", "limit": limit - len(users)})
+                    if r["user_id"] <= self._bulk_cursor and r["user_id"] not in users
+                ]
+        if not users:
+            return []
+        rows = conn.execute(
+            "SELECT j.id, u.user_id FROM unnest(%(users)s::text[]) WITH ORDINALITY u (user_id, n)"
+            " CROSS JOIN LATERAL (SELECT id FROM jobs WHERE status = 'pending' AND lane = 1"
+            "  AND user_id = u.user_id AND run_after <= now() ORDER BY id LIMIT %(share)s"
+            "  FOR UPDATE SKIP LOCKED) j ORDER BY u.n, j.id LIMIT %(limit)s",
+            {"users": users, "share": max(1, limit // len(users)), "limit": limit},
+        ).fetchall()
+        if rows:
+            self._bulk_cursor = rows[-1]["user_id"]
+        return [r["id"] for r in rows]
+
+    def extend_leases(self, jobs: Sequence[Job], worker: str, lease_seconds: float) -> None:
+        with self.connection() as conn, conn.transaction():
+            conn.execute(
+                "UPDATE jobs SET locked_until = now() + make_interval(secs => %s)"
+                " WHERE id = ANY(%s) AND locked_by = %s",
+                (lease_seconds, [job.id for job in jobs], worker),
+            )
+
+    def return_jobs(self, jobs: Sequence[Job], worker: str) -> None:
+        with self.connection() as conn, conn.transaction():
+            conn.execute(
+                "UPDATE jobs SET status = 'pending', locked_by = NULL, locked_until = NULL,"
+                " attempts = attempts - 1 WHERE id = ANY(%s) AND locked_by = %s",
+                ([job.id for job in jobs], worker),
+            )
 
     def finish_job(self, job: Job, worker: str) -> bool:
         with self.connection() as conn, conn.transaction():
@@ -505,10 +561,14 @@ class PgHistory:
             ).fetchall()
         return [_job(r) for r in rows]
 
-    def count_jobs(self) -> dict[JobStatus, int]:
+    def count_jobs(self, user_id: str | None = None) -> dict[JobStatus, int]:
         counts = dict.fromkeys(JobStatus, 0)
         with self.connection() as conn:
-            for r in conn.execute("SELECT status, count(*) AS n FROM jobs GROUP BY status"):
+            for r in conn.execute(
+                "SELECT status, count(*) AS n FROM jobs"
+                " WHERE %(user)s::text IS NULL OR user_id = %(user)s GROUP BY status",
+                {"user": user_id},
+            ):
                 counts[JobStatus(r["status"])] = r["n"]
         return counts
 
@@ -523,11 +583,54 @@ class PgHistory:
             )
 
 
-def _enqueue(conn: Any, kind: str, user_id: str, payload: dict[str, object]) -> None:
+def _record(conn: Any, user_id: str, turn: NewTurn, bulk: bool) -> RecordedTurn:
+    if turn.key is not None:
+        row = conn.execute(
+            "SELECT id, conversation_id, seq FROM turns WHERE user_id = %s AND key = %s",
+            (user_id, turn.key),
+        ).fetchone()
+        if row:
+            return RecordedTurn(row["id"], row["conversation_id"], row["seq"], False)
+    found = conn.execute(
+        "SELECT deleted_at FROM conversations WHERE user_id = %s AND id = %s",
+        (user_id, turn.conversation_id),
+    ).fetchone()
+    if found is None:
+        conn.execute(
+            "INSERT INTO conversations VALUES (%s, %s, now(), NULL)",
+            (user_id, turn.conversation_id),
+        )
+    elif found["deleted_at"] is not None:
+        raise InvalidInput(f"conversation {turn.conversation_id!r} was deleted")
+    seq = conn.execute(
+        "SELECT coalesce(max(seq), 0) + 1 AS n FROM turns"
+        " WHERE user_id = %s AND conversation_id = %s",
+        (user_id, turn.conversation_id),
+    ).fetchone()["n"]
+    turn_id = conn.execute(
+        "INSERT INTO turns (user_id, conversation_id, seq, question, answer, at, key)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+        (
+            user_id,
+            turn.conversation_id,
+            seq,
+            turn.question,
+            turn.answer,
+            turn.at or datetime.now(UTC),
+            turn.key,
+        ),
+    ).fetchone()["id"]
+    _enqueue(conn, "index_turn", user_id, {"turn_id": turn_id}, bulk)
+    return RecordedTurn(turn_id, turn.conversation_id, seq, True)
+
+
+def _enqueue(
+    conn: Any, kind: str, user_id: str, payload: dict[str, object], bulk: bool = False
+) -> None:
     conn.execute(
-        "INSERT INTO jobs (kind, user_id, payload, run_after, created_at)"
-        " VALUES (%s, %s, %s::jsonb, now(), now())",
-        (kind, user_id, json.dumps(payload)),
+        "INSERT INTO jobs (kind, user_id, payload, run_after, created_at, lane)"
+        " VALUES (%s, %s, %s::jsonb, now(), now(), %s)",
+        (kind, user_id, json.dumps(payload), int(bulk)),
     )
     conn.execute(f"NOTIFY {JOBS_CHANNEL}")  # delivered at commit, to every listening worker
 

@@ -135,6 +135,14 @@ class HitOut(BaseModel):
     score: float
 
 
+class SearchOut(BaseModel):
+    hits: list[HitOut] = Field(description="Past turns, best first.")
+    warnings: list[str] = Field(
+        description="Why the search used keywords alone, when it did (e.g. the embedding"
+        " model was unreachable)."
+    )
+
+
 class ToolCallIn(BaseModel):
     arguments: dict[str, Any] | str | None = Field(
         default=None, description="The arguments the model sent (object or JSON string)."
@@ -258,7 +266,7 @@ def delete_conversation(conversation_id: str, user: User, memoro: Service) -> Re
     return Response(status_code=204)
 
 
-@router.get("/search", response_model=list[HitOut], summary="Search past conversations")
+@router.get("/search", response_model=SearchOut, summary="Search past conversations")
 def search(
     user: User,
     memoro: Service,
@@ -266,7 +274,8 @@ def search(
     limit: Annotated[int, Query(ge=1, le=50)] = 5,
     mode: Literal["hybrid", "keyword", "semantic"] = "hybrid",
 ) -> Any:
-    return [hit.to_json() for hit in memoro.search(user, q, limit=limit, mode=mode)]
+    hits = memoro.search(user, q, limit=limit, mode=mode)
+    return {"hits": [hit.to_json() for hit in hits], "warnings": list(hits.warnings)}
 
 
 @router.get("/tools", summary="Tool definitions for the model")

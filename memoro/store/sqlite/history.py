@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 import numpy as np
 import numpy.typing as npt
 
 from memoro.errors import InvalidInput
 from memoro.history import terms
-from memoro.models import Conversation, Job, RecordedTurn, Turn
+from memoro.models import Conversation, Job, NewTurn, RecordedTurn, Turn
 from memoro.store.sqlite import jobs
 from memoro.store.sqlite._db import Database, iso, now
 from memoro.store.sqlite.bm25 import KeywordIndex
@@ -38,6 +38,51 @@ def _turn(row: sqlite3.Row) -> Turn:
     )
 
 
+def _record(conn: sqlite3.Connection, user_id: str, turn: NewTurn, bulk: bool) -> RecordedTurn:
+    if turn.key is not None:
+        row = conn.execute(
+            "SELECT id, conversation_id, seq FROM turns WHERE user_id = ? AND key = ?",
+            (user_id, turn.key),
+        ).fetchone()
+        if row is not None:
+            return RecordedTurn(row["id"], row["conversation_id"], row["seq"], False)
+    found = conn.execute(
+        "SELECT deleted_at FROM conversations WHERE user_id = ? AND id = ?",
+        (user_id, turn.conversation_id),
+    ).fetchone()
+    if found is None:
+        conn.execute(
+            "INSERT INTO conversations (user_id, id, created_at) VALUES (?, ?, ?)",
+            (user_id, turn.conversation_id, now()),
+        )
+    elif found["deleted_at"] is not None:
+        raise InvalidInput(f"conversation {turn.conversation_id!r} was deleted")
+    seq = conn.execute(
+        "SELECT coalesce(max(seq), 0) + 1 FROM turns WHERE user_id = ? AND conversation_id = ?",
+        (user_id, turn.conversation_id),
+    ).fetchone()[0]
+    turn_id = conn.execute(
+        "INSERT INTO turns (user_id, conversation_id, seq, question, answer, at, key)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            user_id,
+            turn.conversation_id,
+            seq,
+            turn.question,
+            turn.answer,
+            iso(turn.at or _utcnow()),
+            turn.key,
+        ),
+    ).lastrowid
+    assert turn_id is not None
+    jobs.enqueue(conn, "index_turn", user_id, {"turn_id": turn_id}, bulk)
+    return RecordedTurn(turn_id, turn.conversation_id, seq, True)
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
 def _placeholders(n: int) -> str:
     return ",".join("?" * n)
 
@@ -51,47 +96,11 @@ class History:
 
     # -- recording ---------------------------------------------------------
 
-    def record_turn(
-        self,
-        user_id: str,
-        conversation_id: str,
-        question: str,
-        answer: str,
-        at: datetime,
-        key: str | None = None,
-    ) -> RecordedTurn:
+    def record_turns(
+        self, user_id: str, turns: Sequence[NewTurn], *, bulk: bool = False
+    ) -> list[RecordedTurn]:
         with self.db.write() as conn:
-            if key is not None:
-                row = conn.execute(
-                    "SELECT id, conversation_id, seq FROM turns WHERE user_id = ? AND key = ?",
-                    (user_id, key),
-                ).fetchone()
-                if row is not None:
-                    return RecordedTurn(row["id"], row["conversation_id"], row["seq"], False)
-            found = conn.execute(
-                "SELECT deleted_at FROM conversations WHERE user_id = ? AND id = ?",
-                (user_id, conversation_id),
-            ).fetchone()
-            if found is None:
-                conn.execute(
-                    "INSERT INTO conversations (user_id, id, created_at) VALUES (?, ?, ?)",
-                    (user_id, conversation_id, now()),
-                )
-            elif found["deleted_at"] is not None:
-                raise InvalidInput(f"conversation {conversation_id!r} was deleted")
-            seq = conn.execute(
-                "SELECT coalesce(max(seq), 0) + 1 FROM turns"
-                " WHERE user_id = ? AND conversation_id = ?",
-                (user_id, conversation_id),
-            ).fetchone()[0]
-            turn_id = conn.execute(
-                "INSERT INTO turns (user_id, conversation_id, seq, question, answer, at, key)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (user_id, conversation_id, seq, question, answer, iso(at), key),
-            ).lastrowid
-            assert turn_id is not None
-            jobs.enqueue(conn, "index_turn", user_id, {"turn_id": turn_id})
-        return RecordedTurn(turn_id, conversation_id, seq, True)
+            return [_record(conn, user_id, turn, bulk) for turn in turns]
 
     def get_turn(self, user_id: str, turn_id: int) -> Turn | None:
         row = (
@@ -269,20 +278,36 @@ class History:
         ).fetchone()[0]
         return missing, total
 
-    def replace_vectors(
+    def add_vectors(
         self, model: str, user_id: str, vectors: dict[int, npt.NDArray[np.float32]]
     ) -> None:
-        """Give chunks of ``user_id`` new vectors from ``model``, dropping any
-        older ones."""
+        """Give chunks of ``user_id`` vectors from ``model``, replacing that
+        model's and keeping other models' (beside them until dropped)."""
         with self.db.write() as conn:
             for chunk_id, windows in vectors.items():
                 row = conn.execute(
                     "SELECT 1 FROM chunks WHERE id = ? AND user_id = ?", (chunk_id, user_id)
                 ).fetchone()
                 if row is not None:
-                    conn.execute("DELETE FROM vectors WHERE chunk_id = ?", (chunk_id,))
+                    conn.execute(
+                        "DELETE FROM vectors WHERE chunk_id = ? AND model = ?", (chunk_id, model)
+                    )
                     _insert_vectors(conn, chunk_id, user_id, model, windows)
             _bump(conn, user_id)
+
+    def drop_vectors(self, keep_model: str) -> int:
+        """Delete every vector another model made."""
+        with self.db.write() as conn:
+            users = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT DISTINCT user_id FROM vectors WHERE model != ?", (keep_model,)
+                )
+            ]
+            gone = conn.execute("DELETE FROM vectors WHERE model != ?", (keep_model,)).rowcount
+            for user_id in users:
+                _bump(conn, user_id)
+        return gone
 
 
 def _insert_vectors(

@@ -1,0 +1,158 @@
+"""The local model's ONNX file: built once from the installed weights, kept in
+the platform cache directory, and checked before every use.
+
+The file is named after a hash of the weights, the variant (``fp32``, or
+``int8`` after ONNX Runtime's dynamic quantization) and the builder's
+version, so new weights or a new builder never reuse an old file. It is
+written to a temporary name and renamed into place, beside a checksum of its
+bytes; a file whose bytes do not match is rebuilt, never used. A second
+process that needs the file while it is being built waits for the builder
+(a file lock) and then reads the finished file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import platformdirs
+
+from memoro.errors import ConfigError
+
+log = logging.getLogger("memoro.model")
+
+BUILDER_VERSION = 1
+"""Bump when the graph or the quantization changes."""
+
+VARIANTS = ("fp32", "int8")
+
+
+def cache_dir() -> Path:
+    """Where built model files go (``$XDG_CACHE_HOME/memoro`` on Linux)."""
+    return Path(platformdirs.user_cache_dir("memoro", appauthor=False))
+
+
+def load(weights_dir: Path, variant: str, directory: Path | None = None) -> bytes:
+    """The model file's bytes for ``variant``, built first if missing or
+    damaged. Without a writable cache directory it is built in memory."""
+    if variant not in VARIANTS:
+        raise ConfigError(f"the local model comes as {' or '.join(VARIANTS)}, not {variant!r}")
+    weights = weights_dir / "model.safetensors"
+    digest = _sha256(weights.read_bytes())
+    directory = directory or cache_dir()
+    path = directory / f"all-MiniLM-L6-v2-{digest[:16]}-{variant}-b{BUILDER_VERSION}.onnx"
+    found = _read_checked(path)
+    if found is not None:
+        return found
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with _locked(path.with_name(path.name + ".lock")):
+            found = _read_checked(path)  # another process built it while we waited
+            if found is not None:
+                return found
+            log.info("building the local embedding model (%s) in %s", variant, directory)
+            data = _build(weights_dir, variant, directory)
+            _write_atomically(path, data)
+            return data
+    except OSError as exc:
+        log.warning("cannot keep the model file in %s (%s); building it in memory", directory, exc)
+        with tempfile.TemporaryDirectory() as scratch:
+            return _build(weights_dir, variant, Path(scratch))
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _checksum_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def _read_checked(path: Path) -> bytes | None:
+    """The file's bytes if they match the checksum written with them."""
+    try:
+        data = path.read_bytes()
+        expected = _checksum_path(path).read_text("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if _sha256(data) != expected:
+        log.warning("the cached model file %s is damaged; rebuilding it", path)
+        return None
+    return data
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Model first, checksum last: a crash in between leaves a file without
+    a valid checksum, which is rebuilt."""
+    for target, content in ((path, data), (_checksum_path(path), _sha256(data).encode())):
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=target.name, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(content)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+
+@contextlib.contextmanager
+def _locked(lock_path: Path) -> Iterator[None]:
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): builders race, each rename is atomic
+        yield
+        return
+    with open(lock_path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _build(weights_dir: Path, variant: str, scratch: Path) -> bytes:
+    import onnx
+    from safetensors.numpy import load_file
+
+    from memoro.history import minilm_graph
+
+    model = minilm_graph.build(load_file(str(weights_dir / "model.safetensors")))
+    if variant == "fp32":
+        data: bytes = model.SerializeToString()
+        return data
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    # the quantizer logs advice meant for other models straight to the root
+    # logger; a filter there drops exactly those records
+    root = logging.getLogger()
+    root.addFilter(_not_from_onnxruntime)
+    try:
+        with tempfile.TemporaryDirectory(dir=scratch) as work:
+            fp32, int8 = Path(work) / "fp32.onnx", Path(work) / "int8.onnx"
+            onnx.save(model, fp32)
+            # per-channel int8 weights; reduce_range keeps the products inside
+            # 16 bits so CPUs without VNNI (AVX2 only) cannot saturate
+            quantize_dynamic(
+                fp32,
+                int8,
+                weight_type=QuantType.QInt8,
+                per_channel=True,
+                reduce_range=True,
+                op_types_to_quantize=["MatMul", "Attention"],
+                extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+            )
+            return int8.read_bytes()
+    finally:
+        root.removeFilter(_not_from_onnxruntime)
+
+
+def _not_from_onnxruntime(record: logging.LogRecord) -> bool:
+    return "onnxruntime" not in record.pathname
