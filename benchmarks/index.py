@@ -6,7 +6,7 @@ worker processes (the same Worker that `memoro worker` runs) index them, and
 times from the first claimed job to the last indexed turn. Two kinds of
 turns: 1,500-character turns (two model windows each) and short LoCoMo-style
 turns (a sentence or two a side; with ``--data`` the real LoCoMo dialogue).
-Each worker process gets its share of the cores (MEMORO_EMBEDDING_THREADS).
+Each worker process gets its share of the cores (MEMORO_INDEX_THREADS).
 It also prints how long embedding one short query takes.
 
     python benchmarks/index.py
@@ -35,7 +35,8 @@ from _backends import Backend, add_option, backend, specs
 
 from memoro import Memoro
 from memoro.history.embed import LocalEmbedder
-from memoro.history.minilm import model_dir, usable_cores
+from memoro.history.minilm import model_dir
+from memoro.history.worker import usable_cores
 from memoro.models import JobStatus, NewTurn
 
 CHILD = """
@@ -104,7 +105,7 @@ def measure(where: Backend, home: str, turns: list[NewTurn], processes: int) -> 
         **os.environ,
         "MEMORO_HOME": home,
         "MEMORO_DATABASE_URL": where.url or "",
-        "MEMORO_EMBEDDING_THREADS": str(threads),
+        "MEMORO_INDEX_THREADS": str(threads),
         "MEMORO_WORKER": "off",
     }
     workers = [

@@ -22,7 +22,7 @@ from memoro.errors import BlockChanged, InvalidInput, InvalidUser
 from memoro.history import search as history_search
 from memoro.history.embed import Embedder, make_embedder
 from memoro.history.fusion import Mode
-from memoro.history.worker import Worker
+from memoro.history.worker import Worker, usable_cores
 from memoro.models import (
     AuditEntry,
     AuditRecord,
@@ -102,7 +102,7 @@ class Memoro:
         if embedder is _DEFAULT:
             embedder = make_embedder(self.settings)
         self.embedder: Embedder | None = embedder
-        self.worker = Worker(store, embedder)
+        self.worker = Worker(store, embedder, threads=self.settings.index_threads or usable_cores())
         if worker is None:
             worker = self.settings.worker == "thread"
         self._threaded = worker

@@ -76,12 +76,12 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="KEY",
     ),
     Setting(
-        name="embedding_threads",
-        env="MEMORO_EMBEDDING_THREADS",
+        name="index_threads",
+        env="MEMORO_INDEX_THREADS",
         default="0",
-        help="CPU threads the local embedding model uses per process; 0 for every core this"
-        " process may run on. With several worker processes on one machine, give each"
-        " its share.",
+        help="Threads that index finished turns in each process, each embedding on one core;"
+        " 0 for one per core this process may run on. With several worker processes on"
+        " one machine, give each its share.",
         metavar="N",
     ),
     Setting(
@@ -157,7 +157,7 @@ class Settings:
     embedding_url: str = "https://api.openai.com/v1"
     embedding_model: str = "text-embedding-3-small"
     embedding_key: str = ""
-    embedding_threads: int = 0
+    index_threads: int = 0
     auth: str = "local"
     secret: str = ""
     local_user: str = "local"
@@ -202,9 +202,9 @@ class Settings:
                 )
             values[setting.name] = value
         home = Path(values.pop("home")).expanduser()
-        threads = values.pop("embedding_threads")
-        if not (threads.isascii() and threads.isdigit()) or int(threads) > 1024:
+        threads = values.pop("index_threads")
+        if not (threads.isascii() and threads.isdigit()) or int(threads) > 256:
             raise ConfigError(
-                f"MEMORO_EMBEDDING_THREADS must be a whole number from 0 to 1024, not {threads!r}"
+                f"MEMORO_INDEX_THREADS must be a whole number from 0 to 256, not {threads!r}"
             )
-        return cls(home=home, embedding_threads=int(threads), **values)
+        return cls(home=home, index_threads=int(threads), **values)

@@ -48,7 +48,8 @@ class Embedder(Protocol):
 class LocalEmbedder:
     """all-MiniLM-L6-v2 on the CPU with ONNX Runtime, int8-quantized by
     default. It reads 256 tokens (about 1,200 characters); longer texts are
-    cut into overlapping token windows, each embedded."""
+    cut into overlapping token windows, each embedded. Safe to call from
+    several threads at once; each call runs on one core."""
 
     window = 254  # word pieces per window, plus [CLS] and [SEP]
     overlap = 32
@@ -56,23 +57,27 @@ class LocalEmbedder:
     # activations together, so in a batch a text's vector would depend on
     # its batch-mates (cosine 0.98-0.99 between runs); alone, the same text
     # always gets the same vector. Measured here, batching full windows gave
-    # nothing and short ones 15-40% (docs/search.md).
+    # nothing and short ones 15-60% (docs/search.md).
     batch = 1
 
-    def __init__(self, variant: str = "int8", *, threads: int = 0, cache: Path | None = None):
+    def __init__(self, variant: str = "int8", *, cache: Path | None = None):
         self.variant = variant
-        self.threads = threads
         self.cache = cache
         self.model_id = MODEL_IDS.get(variant, f"local/all-MiniLM-L6-v2-{variant}")
         self._model: MiniLM | None = None
         self._lock = threading.Lock()
+
+    def warm(self) -> None:
+        """Load the model now (building it on first use) rather than on the
+        first text."""
+        self._encoder()
 
     def _encoder(self) -> MiniLM:
         from memoro.history.minilm import MiniLM
 
         with self._lock:
             if self._model is None:
-                self._model = MiniLM(self.variant, threads=self.threads, cache=self.cache)
+                self._model = MiniLM(self.variant, cache=self.cache)
             return self._model
 
     def _windows(self, text: str) -> list[list[int]]:
@@ -154,7 +159,7 @@ def make_embedder(settings: Settings) -> Embedder | None:
     """The embedder the settings name; ``None`` for keyword-only search."""
     kind = settings.embedder
     if kind == "local":
-        return LocalEmbedder(threads=settings.embedding_threads)
+        return LocalEmbedder()
     if kind == "keyword":
         return None
     if kind == "api":
