@@ -119,10 +119,10 @@ def measure(where: Backend, home: str, turns: list[NewTurn], processes: int) -> 
         user = f"bench-{uuid.uuid4().hex[:8]}"
         memoro.import_turns(user, turns)
         while memoro.pending_jobs(user) == len(turns) and not running(memoro, user):
-            time.sleep(0.002)
+            time.sleep(0.005)
         started = time.perf_counter()
         while memoro.pending_jobs(user):
-            time.sleep(0.01)
+            time.sleep(0.05)
         elapsed = time.perf_counter() - started
     finally:
         for proc in workers:

@@ -119,3 +119,16 @@ def test_an_interrupted_batch_gives_back_what_it_had_not_started(
     assert all(j.status is JobStatus.PENDING and j.attempts == 0 for j in jobs)
     assert service.index_pending() == len(jobs)
     assert len(service.search("ann", "word", limit=50, mode="keyword")) == 12
+
+
+def test_bulk_jobs_are_claimed_in_turn_across_users(queue_store: Any, tmp_path: Path) -> None:
+    service = Memoro(queue_store, Settings(home=tmp_path), embedder=None, worker=False)
+    for user, n in (("a-big", 100), ("b-small", 3), ("c-small", 3)):
+        service.import_turns(user, _turns(n, user))
+    first = queue_store.claim_jobs("w", 60, 9)
+    assert [j.user_id for j in first] == ["a-big"] * 3 + ["b-small"] * 3 + ["c-small"] * 3
+    # the next claim starts after the last user served, then wraps around
+    second = queue_store.claim_jobs("w", 60, 4)
+    assert {j.user_id for j in second} == {"a-big"}
+    assert [j.id for j in second] == sorted(j.id for j in second)
+    assert min(j.id for j in second) > max(j.id for j in first if j.user_id == "a-big")

@@ -563,11 +563,11 @@ class PgHistory:
 
     def count_jobs(self, user_id: str | None = None) -> dict[JobStatus, int]:
         counts = dict.fromkeys(JobStatus, 0)
+        mine = "" if user_id is None else " WHERE user_id = %s"
         with self.connection() as conn:
             for r in conn.execute(
-                "SELECT status, count(*) AS n FROM jobs"
-                " WHERE %(user)s::text IS NULL OR user_id = %(user)s GROUP BY status",
-                {"user": user_id},
+                f"SELECT status, count(*) AS n FROM jobs{mine} GROUP BY status",
+                () if user_id is None else (user_id,),
             ):
                 counts[JobStatus(r["status"])] = r["n"]
         return counts

@@ -5,3 +5,5 @@ ALTER TABLE jobs ADD COLUMN lane INTEGER NOT NULL DEFAULT 0;
 DROP INDEX jobs_ready;
 CREATE INDEX jobs_ready ON jobs (status, lane, id);
 CREATE INDEX jobs_users ON jobs (status, lane, user_id, id);
+-- a command waiting for one user's turns counts that user's jobs
+CREATE INDEX jobs_user ON jobs (user_id, status);
