@@ -25,8 +25,10 @@ EPSILON = 1e-12
 OPSET = 17
 CONTRIB = "com.microsoft"
 
+Weights = Mapping[str, npt.NDArray[np.float32]]
 
-def build(weights: Mapping[str, npt.NDArray[np.float32]]) -> Any:
+
+def build(weights: Weights) -> Any:
     """The encoder as an ``onnx.ModelProto`` (float32)."""
     from onnx import TensorProto, helper, numpy_helper
 
@@ -65,6 +67,25 @@ def build(weights: Mapping[str, npt.NDArray[np.float32]]) -> Any:
             epsilon=EPSILON,
         )
     )
+
+    def dense_add_norm(x: str, residual: str, w: Weights, name: str, dense: str, norm: str) -> str:
+        """LayerNorm(x · dense + bias + residual), the bias and the residual
+        folded into one fused operator."""
+        projected = node("MatMul", [x, constant(name + "_weight", w[dense + ".weight"].T)], name)
+        return node(
+            "SkipLayerNormalization",
+            [
+                projected,
+                residual,
+                constant(name + "_gamma", w[norm + ".weight"]),
+                constant(name + "_beta", w[norm + ".bias"]),
+                constant(name + "_bias", w[dense + ".bias"]),
+            ],
+            name + "_normed",
+            contrib=True,
+            epsilon=EPSILON,
+        )
+
     x = "embedded"
     for i in range(LAYERS):
         w = {k.removeprefix(f"encoder.layer.{i}."): v for k, v in weights.items()}
@@ -83,28 +104,16 @@ def build(weights: Mapping[str, npt.NDArray[np.float32]]) -> Any:
             contrib=True,
             num_heads=HEADS,
         )
-        projected = node(
-            "MatMul",
-            [attended, constant(p + "out_weight", w["attention.output.dense.weight"].T)],
-            p + "projected",
-        )
-        x1 = node(
-            "SkipLayerNormalization",
-            [
-                projected,
-                x,
-                constant(p + "ln1_gamma", w["attention.output.LayerNorm.weight"]),
-                constant(p + "ln1_beta", w["attention.output.LayerNorm.bias"]),
-                constant(p + "out_bias", w["attention.output.dense.bias"]),
-            ],
+        x1 = dense_add_norm(
+            attended,
+            x,
+            w,
             p + "attention_out",
-            contrib=True,
-            epsilon=EPSILON,
+            "attention.output.dense",
+            "attention.output.LayerNorm",
         )
         up = node(
-            "MatMul",
-            [x1, constant(p + "up_weight", w["intermediate.dense.weight"].T)],
-            p + "up",
+            "MatMul", [x1, constant(p + "up_weight", w["intermediate.dense.weight"].T)], p + "up"
         )
         gelu = node(
             "BiasGelu",
@@ -112,24 +121,7 @@ def build(weights: Mapping[str, npt.NDArray[np.float32]]) -> Any:
             p + "gelu",
             contrib=True,
         )
-        down = node(
-            "MatMul",
-            [gelu, constant(p + "down_weight", w["output.dense.weight"].T)],
-            p + "down",
-        )
-        x = node(
-            "SkipLayerNormalization",
-            [
-                down,
-                x1,
-                constant(p + "ln2_gamma", w["output.LayerNorm.weight"]),
-                constant(p + "ln2_beta", w["output.LayerNorm.bias"]),
-                constant(p + "down_bias", w["output.dense.bias"]),
-            ],
-            p + "out",
-            contrib=True,
-            epsilon=EPSILON,
-        )
+        x = dense_add_norm(gelu, x1, w, p + "out", "output.dense", "output.LayerNorm")
 
     # mean over the real tokens, then unit length
     mask = node("Cast", ["attention_mask"], "mask_float", to=TensorProto.FLOAT)
