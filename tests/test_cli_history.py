@@ -170,7 +170,7 @@ def test_a_progress_bar_on_a_terminal_shows_count_rate_and_time_left() -> None:
         bar.update(50)
     line = out.getvalue().split("\r")[-1]
     assert "Indexing [######" in line and "50/200 turns" in line
-    assert "5.0/s" in line and "30 s left" in line
+    assert "5.0 turns/s" in line and "30 s left" in line
     quiet = Terminal()
     with Progress(200, "Indexing", "turn", out=quiet, quiet=True) as bar:
         bar.update(50)

@@ -18,6 +18,8 @@ def plural(n: int, word: str) -> str:
 
 
 def duration(seconds: float) -> str:
+    if seconds < 1:
+        return "under a second"
     whole = round(seconds)
     if whole < 60:
         return f"{whole} s"
@@ -71,7 +73,7 @@ class Progress:
             f"{self.done:,}/{plural(self.total, self.unit)}",
         ]
         if self.done and self.elapsed >= 0.5:
-            parts.append(f"{self.rate:,.1f}/s")
+            parts.append(f"{self.rate:,.1f} {self.unit}s/s")
             if self.done < self.total:
                 parts.append(f"{duration((self.total - self.done) / self.rate)} left")
         return "  ".join(parts)

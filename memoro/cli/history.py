@@ -44,10 +44,10 @@ no_index_option = click.option(
 
 def _index_own(memoro: Memoro, user: str, stored: int, quiet: bool) -> str:
     """Index the user's queued turns here (not other users'), with a
-    progress bar; the words for the summary line."""
+    progress bar; the words for the summary line ("" if none waited)."""
     total = memoro.pending_jobs(user)
     if not total:
-        return "indexed"
+        return ""
     try:
         with Progress(total, "Indexing", "turn", quiet=quiet) as bar:
             failed = memoro.index_user(user, lambda left: bar.update(total - left))
@@ -60,11 +60,11 @@ def _index_own(memoro: Memoro, user: str, stored: int, quiet: bool) -> str:
             err=True,
         )
         sys.exit(130)
-    words = f"indexed in {duration(bar.elapsed)}"
-    if bar.elapsed >= 1:
+    words = f"; indexed in {duration(bar.elapsed)}"
+    if total >= 20 and bar.elapsed >= 1:
         words += f" ({bar.rate:,.1f} turns/s)"
     if failed:
-        words += f"; {plural(failed, 'job')} failed (see `memoro jobs --failed`)"
+        words += f"; {plural(failed, 'turn')} could not be indexed (see `memoro jobs --failed`)"
     return words
 
 
@@ -111,7 +111,7 @@ def turn_add(
         at = _parse_time(data.get("at"), "stdin") or at
     memoro = open_memoro(ctx)
     recorded = memoro.record_turn(user, conversation, question or "", answer or "", at=at)
-    done = "" if no_index else "; " + _index_own(memoro, user, 1, quiet)
+    done = "" if no_index else _index_own(memoro, user, 1, quiet)
     click.echo(f"Recorded turn {recorded.turn_id} in conversation {conversation!r}{done}.")
 
 
@@ -166,7 +166,7 @@ def import_turns(ctx: click.Context, file: Any, user: str, no_index: bool, quiet
         )
         sys.exit(130)
     added = sum(r.created for r in recorded)
-    done = "" if no_index else "; " + _index_own(memoro, user, added, quiet)
+    done = "" if no_index else _index_own(memoro, user, added, quiet)
     click.echo(
         f"Imported {plural(added, 'new turn')} ({len(turns) - added:,} already there){done}."
     )
