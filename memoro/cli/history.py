@@ -245,7 +245,7 @@ def conversations_delete(ctx: click.Context, user: str, conversation: str, yes: 
     if not yes:
         click.confirm(f"Delete conversation {conversation!r}? This cannot be undone.", abort=True)
     memoro.delete_conversation(user, conversation)
-    memoro.index_pending()
+    memoro.index_user(user)  # the purge, and nothing of other users
     click.echo(f"Deleted conversation {conversation!r}.")
 
 
