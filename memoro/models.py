@@ -111,6 +111,17 @@ class AuditEntry:
     removed_count: int
     added_count: int
 
+    def record(self) -> AuditRecord:
+        """What was recorded, without where and when."""
+        return AuditRecord(
+            self.writer,
+            self.operation,
+            self.removed_lines,
+            self.added_lines,
+            self.removed_count,
+            self.added_count,
+        )
+
     def to_json(self) -> dict[str, object]:
         return {
             "id": self.id,
@@ -201,6 +212,8 @@ class NewTurn:
     answer: str
     at: datetime | None = None
     key: str | None = None
+    title: str | None = None
+    """The conversation's title, set when the turn is stored (imports)."""
 
 
 @dataclass(frozen=True)
@@ -226,6 +239,8 @@ class Turn:
     answer: str
     at: datetime
     indexed: bool
+    key: str | None = None
+    """The idempotency key it was stored with (imports), if any."""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -241,16 +256,19 @@ class Turn:
 
 @dataclass(frozen=True)
 class Conversation:
-    """A conversation as listed: how many turns, first and last time."""
+    """A conversation as listed: how many turns, first and last time, and
+    its title when it has one (imported conversations do)."""
 
     id: str
     turns: int
     first_at: datetime
     last_at: datetime
+    title: str | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
             "id": self.id,
+            "title": self.title,
             "turns": self.turns,
             "first_at": self.first_at.isoformat(),
             "last_at": self.last_at.isoformat(),

@@ -9,20 +9,23 @@ import atexit
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
 
-from memoro import block
+from memoro import block, imports
 from memoro.errors import BlockChanged, InvalidInput, InvalidUser
 from memoro.history import search as history_search
 from memoro.history.embed import Embedder, make_embedder
 from memoro.history.fusion import Mode
 from memoro.history.worker import Worker, usable_cores
+from memoro.imports import memoro_format
+from memoro.imports.model import ImportReport, Tally
+from memoro.imports.source import Source
 from memoro.models import (
     AuditEntry,
     AuditRecord,
@@ -47,6 +50,10 @@ MAX_TURN_CHARS = 1_000_000
 MAX_SEARCH_LIMIT = 50
 IMPORT_BATCH = 500
 """Imported turns stored per transaction."""
+MAX_TITLE = 500
+"""Characters of a conversation's title kept (a title is shown in lists)."""
+AUDIT_EXPORT_LIMIT = 1_000_000
+"""Every audit entry a user has (the audit is a few entries per write)."""
 _DEFAULT: Any = object()
 
 
@@ -259,6 +266,116 @@ class Memoro:
             self.worker.wake()
         return recorded
 
+    def import_file(
+        self,
+        user_id: str,
+        file: str | Path | BinaryIO,
+        *,
+        format: str = "auto",
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ImportReport:
+        """Import a chat export — ChatGPT, Claude.ai, Open WebUI, LibreChat,
+        SillyTavern or memoro's own; the zip or the JSON inside it — for
+        ``user_id``. Only the branch the user saw and only visible dialogue
+        become turns; keys come from the export's own ids, so importing a
+        newer export of the same account adds only what is new. A turn or
+        conversation that cannot be imported is counted and the rest go on.
+        ``progress`` gets (bytes read, file size) as reading goes."""
+        user_id = check_user(user_id)
+        if format not in imports.FORMATS:
+            raise InvalidInput(f"format must be one of {', '.join(imports.FORMATS)}")
+        source = Source.open(file) if isinstance(file, str | Path) else Source(file)
+        with source:
+            if format == "auto":
+                format = imports.detect(source)
+            tally = Tally()
+            batch: list[NewTurn] = []
+            for conversation in imports.read(source, format, tally):
+                # memoro's own export also holds turns recorded live, which
+                # have no key: the same turn already stored is recognised
+                there = (
+                    self._stored_turns(user_id, conversation.id) if format == "memoro" else set()
+                )
+                for turn in conversation.turns:
+                    tally.turns += 1
+                    if (turn.question, turn.answer, turn.at) in there:
+                        tally.already_there += 1
+                        continue
+                    new = NewTurn(
+                        conversation.id,
+                        turn.question,
+                        turn.answer,
+                        turn.at,
+                        turn.key or None,
+                        conversation.title,
+                    )
+                    try:
+                        batch.append(_checked_turn(new, keyed=True))
+                    except InvalidInput as exc:
+                        tally.fail(f"{conversation.id}: {turn.key or 'a turn'}", str(exc))
+                if len(batch) >= IMPORT_BATCH:
+                    self._store_imported(user_id, batch, tally)
+                if progress is not None:
+                    progress(source.read_bytes, source.size)
+            self._store_imported(user_id, batch, tally)
+            block = self._restore_block(user_id, source) if format == "memoro" else ""
+            if progress is not None:
+                progress(source.size, source.size)
+        return ImportReport(format, tally, block)
+
+    def _restore_block(self, user_id: str, source: Source) -> str:
+        """The block and audit of a memoro export, back as they were — into a
+        user who has neither, so nothing of theirs is overwritten."""
+        raw, entries = memoro_format.export_block(source)
+        if raw is None and not entries:
+            return ""
+        try:
+            stored = None if raw is None else memoro_format.block_of(user_id, raw)
+            audit = [memoro_format.audit_of(user_id, entry) for entry in entries]
+        except (KeyError, TypeError, ValueError) as exc:
+            return f"not restored: the export's block or audit is damaged ({exc})"
+        if stored is not None and block.normalize(stored.text) != stored.text:
+            return "not restored: the export's block breaks the block's rules"
+        with self.store.block_transaction(user_id) as tx:
+            if not tx.restore(stored, audit):
+                return "not restored: this user already has a memory block or its history"
+        return "restored"
+
+    def export(self, user_id: str) -> Iterator[str]:
+        """Everything memoro holds about ``user_id`` — the block, its audit,
+        every conversation with its turns — as the JSON text of memoro's
+        export format, a conversation at a time; ``import_file`` reads it
+        back losslessly."""
+        user_id = check_user(user_id)
+        conversations = self.store.list_conversations(user_id)
+        return memoro_format.write_export(
+            user_id,
+            self.store.read_block(user_id),
+            self.store.list_audit(user_id, limit=AUDIT_EXPORT_LIMIT),
+            ((c, self.store.conversation_turns(user_id, c.id)) for c in reversed(conversations)),
+            _now(),
+        )
+
+    def _stored_turns(
+        self, user_id: str, conversation_id: str
+    ) -> set[tuple[str, str, datetime | None]]:
+        try:
+            turns = self.store.conversation_turns(user_id, check_conversation(conversation_id))
+        except InvalidInput:
+            return set()
+        return {(t.question, t.answer, t.at) for t in turns}
+
+    def _store_imported(self, user_id: str, batch: list[NewTurn], tally: Tally) -> None:
+        if not batch:
+            return
+        recorded = self.store.record_turns(user_id, batch, bulk=True)
+        created = sum(r.created for r in recorded)
+        tally.imported += created
+        tally.already_there += len(recorded) - created
+        batch.clear()
+        if created and self._threaded:
+            self.worker.wake()
+
     def search(
         self,
         user_id: str | None,
@@ -421,7 +538,12 @@ def _checked_turn(turn: NewTurn, *, keyed: bool = False) -> NewTurn:
     if key is None and keyed:
         content = json.dumps([conversation_id, question, answer, turn.at and at.isoformat()])
         key = "import:" + hashlib.sha256(content.encode()).hexdigest()
-    return NewTurn(conversation_id, question, answer, at, key)
+    title = turn.title
+    if title is not None:
+        if not isinstance(title, str):
+            raise InvalidInput("a conversation's title must be a string")
+        title = " ".join(block.without_controls(title).split())[:MAX_TITLE] or None
+    return NewTurn(conversation_id, question, answer, at, key, title)
 
 
 def _rejection(new: str, current: str | None) -> WriteResult:

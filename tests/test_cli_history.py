@@ -51,7 +51,7 @@ def test_import_is_idempotent(tmp_path: Path) -> None:
     first = run(tmp_path, "import", str(path), "-u", "ann")
     assert first.exit_code == 0 and "Imported 3 new turns" in first.stdout
     again = run(tmp_path, "import", str(path), "-u", "ann")
-    assert "Imported 0 new turns (3 already there)" in again.stdout
+    assert "Imported 0 new turns from 2 conversations (3 already there)." in again.stdout
     listed = json.loads(run(tmp_path, "conversations", "list", "-u", "ann", "--json").stdout)
     assert sorted((c["id"], c["turns"]) for c in listed) == [("a", 2), ("b", 1)]
 
@@ -138,7 +138,9 @@ def test_import_indexes_its_own_users_turns_only_and_ends_with_one_line(tmp_path
     assert result.exit_code == 0
     # not a terminal: no progress bar, one summary line
     assert result.stderr == ""
-    assert result.stdout.startswith("Imported 3 new turns (0 already there); indexed in ")
+    assert result.stdout.startswith(
+        "Imported 3 new turns from 1 conversation (0 already there). Indexed in "
+    )
     assert result.stdout.count("\n") == 1
     (waiting,) = json.loads(run(tmp_path, "jobs", "--json").stdout)
     assert (waiting["user"], waiting["status"]) == ("bob", "pending")

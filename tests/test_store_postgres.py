@@ -64,7 +64,13 @@ def test_migrations_run_once(postgres: tuple[str, str]) -> None:
     migrate(admin)  # already applied by the session fixture: nothing happens
     with psycopg.connect(admin) as conn:
         rows = conn.execute("SELECT version, name FROM schema_migrations").fetchall()
-    assert rows == [(1, "block"), (2, "history"), (3, "keywords"), (4, "queue_lanes")]
+    assert rows == [
+        (1, "block"),
+        (2, "history"),
+        (3, "keywords"),
+        (4, "queue_lanes"),
+        (5, "conversation_titles"),
+    ]
 
 
 def test_past_conversations_are_behind_the_same_wall(postgres: tuple[str, str]) -> None:

@@ -9,7 +9,6 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 import click
 
@@ -17,7 +16,7 @@ from memoro.block import without_controls
 from memoro.cli._app import cli, open_memoro, print_json, read_stdin, user_option
 from memoro.cli._progress import Progress, duration, plural
 from memoro.history.fusion import Mode
-from memoro.models import JobStatus, NewTurn
+from memoro.models import JobStatus
 from memoro.service import Memoro
 from memoro.tools import render_search
 
@@ -42,9 +41,9 @@ no_index_option = click.option(
 )
 
 
-def _index_own(memoro: Memoro, user: str, stored: int, quiet: bool) -> str:
+def index_own(memoro: Memoro, user: str, stored: int, quiet: bool) -> str:
     """Index the user's queued turns here (not other users'), with a
-    progress bar; the words for the summary line ("" if none waited)."""
+    progress bar; how it went, for the summary line ("" if none waited)."""
     total = memoro.pending_jobs(user)
     if not total:
         return ""
@@ -60,7 +59,7 @@ def _index_own(memoro: Memoro, user: str, stored: int, quiet: bool) -> str:
             err=True,
         )
         sys.exit(130)
-    words = f"; indexed in {duration(bar.elapsed)}"
+    words = f"indexed in {duration(bar.elapsed)}"
     if total >= 20 and bar.elapsed >= 1:
         words += f" ({bar.rate:,.1f} turns/s)"
     if failed:
@@ -111,65 +110,9 @@ def turn_add(
         at = _parse_time(data.get("at"), "stdin") or at
     memoro = open_memoro(ctx)
     recorded = memoro.record_turn(user, conversation, question or "", answer or "", at=at)
-    done = "" if no_index else _index_own(memoro, user, 1, quiet)
+    done = "" if no_index else index_own(memoro, user, 1, quiet)
+    done = f"; {done}" if done else ""
     click.echo(f"Recorded turn {recorded.turn_id} in conversation {conversation!r}{done}.")
-
-
-@cli.command("import")
-@click.argument("file", type=click.File("rb"))
-@user_option
-@no_index_option
-@quiet_option
-@click.pass_context
-def import_turns(ctx: click.Context, file: Any, user: str, no_index: bool, quiet: bool) -> None:
-    """Import turns from a JSON Lines FILE ('-' for stdin).
-
-    Each line is {"conversation", "question", "answer", "at"}. Every line is
-    checked before anything is stored; importing the same file again adds
-    nothing. Imported turns are indexed after live conversations' turns and
-    take turns with other users' imports; this command then indexes this
-    user's turns, with a progress bar (Ctrl-C leaves the rest to a worker).
-    """
-    turns = []
-    for number, raw in enumerate(file, 1):
-        where = f"{getattr(file, 'name', 'input')}:{number}"
-        if not raw.strip():
-            continue
-        try:
-            row = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise click.ClickException(f"{where}: not a JSON line ({exc})") from None
-        if not isinstance(row, dict):
-            raise click.ClickException(f"{where}: each line must be a JSON object")
-        missing = [f for f in ("conversation", "question", "answer") if f not in row]
-        unknown = sorted(set(row) - set(TURN_FIELDS))
-        if missing or unknown:
-            problem = f"missing {', '.join(missing)}" if missing else ""
-            problem += ("; " if problem and unknown else "") + (
-                f"unknown {', '.join(unknown)}" if unknown else ""
-            )
-            raise click.ClickException(f"{where}: {problem}")
-        for name in ("conversation", "question", "answer"):
-            if not isinstance(row[name], str):
-                raise click.ClickException(f"{where}: {name!r} must be a string")
-        at = _parse_time(row.get("at"), where)
-        turns.append(NewTurn(row["conversation"], row["question"], row["answer"], at))
-    memoro = open_memoro(ctx)
-    try:
-        with Progress(len(turns), "Storing", "turn", quiet=quiet) as bar:
-            recorded = memoro.import_turns(user, turns, progress=bar.advance)
-    except KeyboardInterrupt:
-        click.echo(
-            f"\nInterrupted after storing {bar.done:,} of {plural(len(turns), 'turn')};"
-            " run the same import again to store the rest (stored turns are skipped).",
-            err=True,
-        )
-        sys.exit(130)
-    added = sum(r.created for r in recorded)
-    done = "" if no_index else _index_own(memoro, user, added, quiet)
-    click.echo(
-        f"Imported {plural(added, 'new turn')} ({len(turns) - added:,} already there){done}."
-    )
 
 
 @cli.command("search")

@@ -50,6 +50,12 @@ class BlockTransaction(Protocol):
         stay)."""
         ...
 
+    def restore(self, block: StoredBlock | None, audit: Sequence[AuditEntry]) -> bool:
+        """Put back an exported block and audit log exactly as they were
+        (times included), for a user who has neither; False, changing
+        nothing, when the user has either."""
+        ...
+
 
 class SemanticScorer(Protocol):
     """Similarities of one query vector to one user's chunks."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -151,6 +151,24 @@ class _BlockTransaction:
             (self._user_id,),
         )
         self._record(audit, datetime.now(UTC))
+
+    def restore(self, block: StoredBlock | None, audit: Sequence[AuditEntry]) -> bool:
+        if (
+            self.current() is not None
+            or self._conn.execute(
+                "SELECT 1 FROM memory_audit WHERE user_id = %s LIMIT 1", (self._user_id,)
+            ).fetchone()
+        ):
+            return False
+        if block is not None:
+            self._conn.execute(
+                "INSERT INTO memory_blocks (user_id, text, updated_at, updated_by)"
+                " VALUES (%s, %s, %s, %s)",
+                (self._user_id, block.text, block.updated_at, block.updated_by.value),
+            )
+        for entry in audit:
+            self._record(entry.record(), entry.at)
+        return True
 
     def _record(self, audit: AuditRecord, at: datetime) -> None:
         self._conn.execute(

@@ -101,6 +101,7 @@ def _turn(row: dict[str, Any]) -> Turn:
         row["answer"],
         row["at"],
         row["indexed_at"] is not None,
+        row["key"],
     )
 
 
@@ -230,12 +231,15 @@ class PgHistory:
     def list_conversations(self, user_id: str) -> list[Conversation]:
         with self.transaction(user_id) as conn:
             rows = conn.execute(
-                "SELECT t.conversation_id, count(*) AS n, min(t.at) AS first, max(t.at) AS last"
-                " FROM turns t" + _VISIBLE + " WHERE t.user_id = %s GROUP BY t.conversation_id"
-                " ORDER BY last DESC, t.conversation_id",
+                "SELECT t.conversation_id, count(*) AS n, min(t.at) AS first, max(t.at) AS last,"
+                " min(cv.title) AS title FROM turns t" + _VISIBLE + " WHERE t.user_id = %s"
+                " GROUP BY t.conversation_id ORDER BY last DESC, t.conversation_id",
                 (user_id,),
             ).fetchall()
-        return [Conversation(r["conversation_id"], r["n"], r["first"], r["last"]) for r in rows]
+        return [
+            Conversation(r["conversation_id"], r["n"], r["first"], r["last"], r["title"])
+            for r in rows
+        ]
 
     def conversation_turns(self, user_id: str, conversation_id: str) -> list[Turn]:
         with self.transaction(user_id) as conn:
@@ -592,16 +596,21 @@ def _record(conn: Any, user_id: str, turn: NewTurn, bulk: bool) -> RecordedTurn:
         if row:
             return RecordedTurn(row["id"], row["conversation_id"], row["seq"], False)
     found = conn.execute(
-        "SELECT deleted_at FROM conversations WHERE user_id = %s AND id = %s",
+        "SELECT deleted_at, title FROM conversations WHERE user_id = %s AND id = %s",
         (user_id, turn.conversation_id),
     ).fetchone()
     if found is None:
         conn.execute(
-            "INSERT INTO conversations VALUES (%s, %s, now(), NULL)",
-            (user_id, turn.conversation_id),
+            "INSERT INTO conversations (user_id, id, created_at, title) VALUES (%s, %s, now(), %s)",
+            (user_id, turn.conversation_id, turn.title),
         )
     elif found["deleted_at"] is not None:
         raise InvalidInput(f"conversation {turn.conversation_id!r} was deleted")
+    elif turn.title is not None and turn.title != found["title"]:
+        conn.execute(
+            "UPDATE conversations SET title = %s WHERE user_id = %s AND id = %s",
+            (turn.title, user_id, turn.conversation_id),
+        )
     seq = conn.execute(
         "SELECT coalesce(max(seq), 0) + 1 AS n FROM turns"
         " WHERE user_id = %s AND conversation_id = %s",

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 
 from memoro.models import AuditEntry, AuditRecord, Operation, StoredBlock, Writer
-from memoro.store.sqlite._db import Database, now
+from memoro.store.sqlite._db import Database, iso, now
 
 
 def _block(row: sqlite3.Row | None) -> StoredBlock | None:
@@ -53,6 +53,24 @@ class BlockTransaction:
             (self._user_id,),
         )
         self._record(audit, now())
+
+    def restore(self, block: StoredBlock | None, audit: Sequence[AuditEntry]) -> bool:
+        if (
+            self.current() is not None
+            or self._conn.execute(
+                "SELECT 1 FROM memory_audit WHERE user_id = ? LIMIT 1", (self._user_id,)
+            ).fetchone()
+        ):
+            return False
+        if block is not None:
+            self._conn.execute(
+                "INSERT INTO memory_blocks (user_id, text, updated_at, updated_by)"
+                " VALUES (?, ?, ?, ?)",
+                (self._user_id, block.text, iso(block.updated_at), block.updated_by.value),
+            )
+        for entry in audit:
+            self._record(entry.record(), iso(entry.at))
+        return True
 
     def _record(self, audit: AuditRecord, at: str) -> None:
         self._conn.execute(

@@ -35,6 +35,7 @@ def _turn(row: sqlite3.Row) -> Turn:
         answer=row["answer"],
         at=datetime.fromisoformat(row["at"]),
         indexed=row["indexed_at"] is not None,
+        key=row["key"],
     )
 
 
@@ -47,16 +48,21 @@ def _record(conn: sqlite3.Connection, user_id: str, turn: NewTurn, bulk: bool) -
         if row is not None:
             return RecordedTurn(row["id"], row["conversation_id"], row["seq"], False)
     found = conn.execute(
-        "SELECT deleted_at FROM conversations WHERE user_id = ? AND id = ?",
+        "SELECT deleted_at, title FROM conversations WHERE user_id = ? AND id = ?",
         (user_id, turn.conversation_id),
     ).fetchone()
     if found is None:
         conn.execute(
-            "INSERT INTO conversations (user_id, id, created_at) VALUES (?, ?, ?)",
-            (user_id, turn.conversation_id, now()),
+            "INSERT INTO conversations (user_id, id, created_at, title) VALUES (?, ?, ?, ?)",
+            (user_id, turn.conversation_id, now(), turn.title),
         )
     elif found["deleted_at"] is not None:
         raise InvalidInput(f"conversation {turn.conversation_id!r} was deleted")
+    elif turn.title is not None and turn.title != found["title"]:
+        conn.execute(
+            "UPDATE conversations SET title = ? WHERE user_id = ? AND id = ?",
+            (turn.title, user_id, turn.conversation_id),
+        )
     seq = conn.execute(
         "SELECT coalesce(max(seq), 0) + 1 FROM turns WHERE user_id = ? AND conversation_id = ?",
         (user_id, turn.conversation_id),
@@ -148,8 +154,8 @@ class History:
 
     def list_conversations(self, user_id: str) -> list[Conversation]:
         rows = self.db.connect().execute(
-            "SELECT t.conversation_id, count(*) AS n, min(t.at) AS first, max(t.at) AS last"
-            " FROM turns t" + _VISIBLE + " WHERE t.user_id = ?"
+            "SELECT t.conversation_id, count(*) AS n, min(t.at) AS first, max(t.at) AS last,"
+            " cv.title FROM turns t" + _VISIBLE + " WHERE t.user_id = ?"
             " GROUP BY t.conversation_id ORDER BY last DESC, t.conversation_id",
             (user_id,),
         )
@@ -159,6 +165,7 @@ class History:
                 r["n"],
                 datetime.fromisoformat(r["first"]),
                 datetime.fromisoformat(r["last"]),
+                r["title"],
             )
             for r in rows
         ]

@@ -1,0 +1,117 @@
+"""History in and out on the command line: ``memoro import`` reads the
+chat exports users already have (and memoro's own), ``memoro export``
+writes everything memoro holds about a user."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+from typing import BinaryIO
+
+import click
+
+from memoro.cli._app import cli, open_memoro, user_option
+from memoro.cli._progress import Progress, plural
+from memoro.cli.history import index_own, no_index_option, quiet_option
+from memoro.imports import FORMATS
+from memoro.imports.model import ImportReport
+
+
+@cli.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
+@user_option
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="auto",
+    show_default=True,
+    help="What FILE is; auto tells it from the file.",
+)
+@no_index_option
+@quiet_option
+@click.pass_context
+def import_file(
+    ctx: click.Context, file: Path, user: str, fmt: str, no_index: bool, quiet: bool
+) -> None:
+    """Import a user's past conversations from FILE ('-' for stdin).
+
+    FILE is an export the user downloaded — ChatGPT or Claude.ai (the zip,
+    or conversations.json from it), Open WebUI or LibreChat (JSON),
+    SillyTavern (a chat's .jsonl) — or memoro's own: its export, or JSON
+    Lines of {"conversation", "question", "answer", "at"} (every line is
+    checked before anything is stored). Only the branch of each conversation
+    the user last saw, and only visible dialogue, become turns; hidden
+    instructions, reasoning and tool traffic are left out and counted.
+    Importing a newer export of the same account adds only what is new.
+
+    The turns are then indexed here — this user's only — with a progress
+    bar; Ctrl-C leaves the rest to a running worker or server.
+    """
+    memoro = open_memoro(ctx)
+    stream = sys.stdin.buffer if str(file) == "-" else None
+    size_mb = max(file.stat().st_size // 2**20, 1) if stream is None else 0
+    try:
+        with Progress(size_mb, "Reading", "MB", quiet=quiet or not size_mb) as bar:
+            report = memoro.import_file(
+                user,
+                _seekable(stream) if stream is not None else file,
+                format=fmt,
+                progress=lambda done, size: bar.update(done // 2**20),
+            )
+    except KeyboardInterrupt:
+        click.echo(
+            "\nInterrupted: what was read so far is stored; run the same import again"
+            " to add the rest (turns already stored are skipped).",
+            err=True,
+        )
+        sys.exit(130)
+    indexed = "" if no_index else index_own(memoro, user, report.tally.imported, quiet)
+    click.echo(_summary(report) + (f" {indexed[0].upper()}{indexed[1:]}." if indexed else ""))
+    for line in _details(report):
+        click.echo(line)
+
+
+def _seekable(stream: BinaryIO) -> BinaryIO:
+    """Standard input read whole (an export is a zip or JSON, read twice)."""
+    return io.BytesIO(stream.read())
+
+
+def _summary(report: ImportReport) -> str:
+    t = report.tally
+    return (
+        f"Imported {plural(t.imported, 'new turn')} from {plural(t.conversations, 'conversation')}"
+        f" ({t.already_there:,} already there)."
+    )
+
+
+def _details(report: ImportReport) -> list[str]:
+    t = report.tally
+    lines = []
+    if t.skipped:
+        kept_out = ", ".join(f"{n:,} {why}" for why, n in t.skipped.most_common())
+        lines.append(f"Left out (not dialogue): {kept_out}.")
+    if t.unknown:
+        kinds = ", ".join(f"{kind} ({n:,})" for kind, n in t.unknown.most_common())
+        lines.append(f"Left out (content types memoro does not know): {kinds}.")
+    if t.failed:
+        lines.append(f"Could not import {plural(t.failed, 'turn or conversation')}:")
+        lines += [f"  {problem}" for problem in t.problems]
+        if t.failed > len(t.problems):
+            lines.append(f"  … and {t.failed - len(t.problems):,} more")
+    if report.block:
+        lines.append(f"Memory block: {report.block}.")
+    return lines
+
+
+@cli.command("export")
+@user_option
+@click.pass_context
+def export(ctx: click.Context, user: str) -> None:
+    """Write everything memoro holds about a user as JSON to standard
+    output: the memory block, its audit log, every conversation with its
+    turns. `memoro import` reads it back (into another memoro, or this one)."""
+    for part in open_memoro(ctx).export(user):
+        sys.stdout.write(part)
+    sys.stdout.flush()

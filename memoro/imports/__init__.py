@@ -1,0 +1,135 @@
+"""Bringing history in: the chat exports users already have, read into
+conversations of turns. One module per format; ``read`` picks it (or
+``detect`` tells it from the file). Nothing here stores anything: the
+service does (``Memoro.import_file``).
+
+| format      | what users download                            | module          |
+|-------------|------------------------------------------------|-----------------|
+| chatgpt     | ChatGPT data export (zip, conversations*.json) | chatgpt.py      |
+| claude      | Claude.ai data export (zip, conversations.json) | claude.py      |
+| openwebui   | Open WebUI chat export (JSON)                  | openwebui.py    |
+| librechat   | LibreChat conversation export (JSON)           | librechat.py    |
+| sillytavern | SillyTavern chat files (.jsonl)                | sillytavern.py  |
+| jsonl       | memoro's JSON Lines of turns                   | memoro_format.py |
+| memoro      | memoro's own export (takeout)                  | memoro_format.py |
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+
+import ijson
+
+from memoro.errors import InvalidInput
+from memoro.imports import chatgpt, claude, librechat, memoro_format, openwebui, sillytavern
+from memoro.imports.model import ImportedConversation, ImportedTurn, Tally
+from memoro.imports.source import Source
+
+Reader = Callable[[Source, Tally], Iterator[ImportedConversation]]
+
+READERS: dict[str, Reader] = {
+    "chatgpt": chatgpt.read,
+    "claude": claude.read,
+    "openwebui": openwebui.read,
+    "librechat": librechat.read,
+    "sillytavern": sillytavern.read,
+    "jsonl": memoro_format.read_lines,
+    "memoro": memoro_format.read_export,
+}
+FORMATS = ("auto", *READERS)
+
+# a key of a conversation (or of the file's top-level object) that names its format
+_TELLING = {
+    "mapping": "chatgpt",
+    "chat_messages": "claude",
+    "chat": "openwebui",
+    "messagesTree": "librechat",
+    "conversationId": "librechat",
+    "character_name": "sillytavern",
+    "user_name": "sillytavern",
+    "chat_metadata": "sillytavern",
+    "mes": "sillytavern",
+    "question": "jsonl",
+}
+
+
+def read(source: Source, format: str, tally: Tally) -> Iterator[ImportedConversation]:
+    """The conversations of ``source`` in ``format`` ("auto": detect it)."""
+    if format == "auto":
+        format = detect(source)
+    reader = READERS.get(format)
+    if reader is None:
+        raise InvalidInput(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
+    return reader(source, tally)
+
+
+def detect(source: Source) -> str:
+    """Which export ``source`` is, from its members and first record."""
+    names = source.members
+    member = names[0]
+    if source.is_zip:
+        lines = [n for n in names if n.endswith(".jsonl")]
+        jsons = sorted(n for n in names if n.endswith(".json"))
+        preferred = [n for n in jsons if n.rsplit("/", 1)[-1].startswith("conversations")]
+        if not (preferred or jsons or lines):
+            raise InvalidInput(f"{source.name or 'the zip'} holds no JSON or JSON Lines file")
+        member = (preferred or jsons or lines)[0]
+    first = source.first_byte(member)
+    keys: list[str] = []
+    if first == b"[":
+        item = next(iter(source.items(member)), None)
+        keys = list(item) if isinstance(item, dict) else []
+    elif first == b"{":
+        line = _first_line(source, member)
+        if line is not None:
+            keys = list(line)
+        else:
+            keys, tag = _top_keys(source, member)
+            if tag == memoro_format.FORMAT:
+                return "memoro"
+    for key in keys:
+        if key in _TELLING:
+            return _TELLING[key]
+    raise InvalidInput(
+        f"cannot tell which export {member} is; pass the format"
+        f" ({', '.join(f for f in FORMATS if f != 'auto')})"
+    )
+
+
+def _first_line(source: Source, member: str) -> dict[str, object] | None:
+    """The first line as a JSON object, when the member is JSON Lines."""
+    with source.stream(member) as stream:
+        raw = stream.readline(1 << 20)
+    try:
+        value = json.loads(raw.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None  # e.g. "{" alone: pretty-printed JSON
+    if not isinstance(value, dict) or not any(
+        _TELLING.get(k) in ("jsonl", "sillytavern") for k in value
+    ):
+        return None
+    return value
+
+
+def _top_keys(source: Source, member: str) -> tuple[list[str], object]:
+    """The top-level object's keys up to the first that names a format, and
+    its "format" value; the rest of the file is not read."""
+    keys: list[str] = []
+    tag: object = None
+    with source.stream(member) as stream:
+        try:
+            for prefix, event, value in ijson.parse(stream):
+                if prefix == "" and event == "map_key":
+                    keys.append(value)
+                    if value in _TELLING:
+                        break
+                elif prefix == "format" and event == "string":
+                    tag = value
+                    break
+        except ijson.JSONError as exc:
+            raise InvalidInput(f"{member} is not valid JSON: {exc}") from None
+    return keys, tag
+
+
+__all__ = ["FORMATS", "ImportedConversation", "ImportedTurn", "Source", "Tally", "detect", "read"]

@@ -1,0 +1,129 @@
+"""From what exports store to turns, pure: the one branch of a message tree
+the user saw (regenerations and edits fork the tree; only the path to the
+conversation's current leaf is kept), and the pairing of visible messages
+into turns."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from memoro.imports.model import ImportedConversation, ImportedTurn, Message, Tally
+from memoro.imports.source import Source
+from memoro.imports.times import BadTime, parse
+
+N = TypeVar("N")
+
+_EPOCH = datetime(1, 1, 1, tzinfo=UTC)
+
+
+def branch(
+    nodes: Mapping[str, N],
+    parent: Callable[[N], str | None],
+    leaf: str | None,
+    when: Callable[[N], datetime | None],
+) -> list[str]:
+    """Ids from the root to ``leaf``, following ``parent``. When ``leaf`` is
+    missing or not a node, the newest leaf is used (latest ``when``; among
+    equals, the last in ``nodes`` order)."""
+    if leaf not in nodes:
+        leaf = newest_leaf(nodes, parent, when)
+    path: list[str] = []
+    seen: set[str] = set()
+    while leaf is not None and leaf in nodes and leaf not in seen:  # a cycle ends the walk
+        seen.add(leaf)
+        path.append(leaf)
+        leaf = parent(nodes[leaf])
+    path.reverse()
+    return path
+
+
+def newest_leaf(
+    nodes: Mapping[str, N],
+    parent: Callable[[N], str | None],
+    when: Callable[[N], datetime | None],
+) -> str | None:
+    """The node no other node names as parent, latest by ``when``."""
+    parents = {parent(node) for node in nodes.values()}
+    leaves = [(i, key) for i, key in enumerate(nodes) if key not in parents]
+    if not leaves:
+        return None
+    return max(leaves, key=lambda pair: (when(nodes[pair[1]]) or _EPOCH, pair[0]))[1]
+
+
+def pair(
+    messages: Sequence[Message], key_prefix: str, fallback: datetime | None, tally: Tally
+) -> list[ImportedTurn]:
+    """Turns of a conversation: each user message opens one; its answer is
+    every assistant message up to the next user message. Assistant text
+    before any user message is a turn with an empty question; a last
+    question without an answer is a turn with an empty answer. A turn's
+    time is its last answer's, else its question's, else ``fallback``."""
+    turns: list[ImportedTurn] = []
+    opened: Message | None = None
+    answers: list[Message] = []
+
+    def close() -> None:
+        if opened is None and not answers:
+            return
+        first = opened or answers[0]
+        key = f"{key_prefix}:{first.id}"
+        together = [*([opened] if opened else []), *answers]
+        bad = next((m.bad_time for m in together if m.bad_time), None)
+        if bad is not None:
+            tally.fail(key, bad)
+            return
+        question = opened.text if opened else ""
+        answer = "\n\n".join(m.text for m in answers)
+        times = [m.at for m in reversed(together) if m.at]
+        turns.append(ImportedTurn(key, question, answer, times[0] if times else fallback))
+
+    for message in messages:
+        if message.role == "user":
+            close()
+            opened, answers = message, []
+        else:
+            answers.append(message)
+    close()
+    return turns
+
+
+def each(
+    source: Source,
+    members: Iterable[str],
+    tally: Tally,
+    convert: Callable[[dict[str, Any], Tally], ImportedConversation],
+) -> Iterator[ImportedConversation]:
+    """``convert`` each conversation of the members' JSON arrays, counting
+    them; one that cannot be read (a field of the wrong type…) is counted
+    as failed and the rest go on."""
+    for member in members:
+        for number, raw in enumerate(source.items(member), 1):
+            tally.conversations += 1
+            where = f"{member}, conversation {number}"
+            if not isinstance(raw, dict):
+                tally.fail(where, "not a JSON object")
+                continue
+            try:
+                found = convert(raw, tally)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                tally.fail(where, f"{type(exc).__name__}: {exc}")
+                continue
+            yield found
+
+
+def message(id: str, role: str, text: str, time: object) -> Message:
+    """A Message whose time is read from what the export wrote."""
+    try:
+        return Message(id, role, text, parse(time))
+    except BadTime as exc:
+        return Message(id, role, text, None, str(exc))
+
+
+def time_or_none(value: object) -> datetime | None:
+    """A conversation's own time, when it is usable."""
+    try:
+        return parse(value)
+    except BadTime:
+        return None

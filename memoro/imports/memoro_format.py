@@ -1,0 +1,161 @@
+"""memoro's own formats. JSON Lines of turns — ``{"conversation",
+"question", "answer", "at"}`` per line, checked whole before anything is
+stored — and the export (takeout): one JSON object with everything memoro
+holds about a user, which imports back losslessly::
+
+    {"format": "memoro-export", "version": 1, "user": "alice",
+     "exported_at": "2026-12-03T10:00:00+00:00",
+     "block": {"text": "…", "updated_at": "…", "updated_by": "model"} | null,
+     "audit": [{"at", "writer", "operation", "removed_lines", "added_lines",
+                "removed_count", "added_count"}, …],            oldest first
+     "conversations": [{"id", "title", "turns": [{"key", "question",
+                        "answer", "at"}, …]}, …]}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import Any
+
+from memoro.errors import InvalidInput
+from memoro.imports.model import ImportedConversation, ImportedTurn, Tally
+from memoro.imports.source import Source
+from memoro.imports.times import BadTime, parse
+from memoro.models import AuditEntry, Conversation, Operation, StoredBlock, Turn, Writer
+
+FORMAT = "memoro-export"
+VERSION = 1
+_LINE_FIELDS = ("conversation", "question", "answer", "at")
+
+
+# -- JSON Lines of turns -------------------------------------------------------
+
+
+def read_lines(source: Source, tally: Tally) -> Iterator[ImportedConversation]:
+    member = source.members[0]
+    checked = [_line(member, number, row) for number, row in source.lines(member)]
+    tally.conversations += len({conversation for conversation, _ in checked})
+    for conversation, turn in checked:  # every line checked before the first is stored
+        yield ImportedConversation(conversation, None, [turn])
+
+
+def _line(member: str, number: int, row: Any) -> tuple[str, ImportedTurn]:
+    where = f"{member}:{number}"
+    if not isinstance(row, dict):
+        raise InvalidInput(f"{where}: each line must be a JSON object")
+    missing = [f for f in ("conversation", "question", "answer") if f not in row]
+    unknown = sorted(set(row) - set(_LINE_FIELDS))
+    if missing or unknown:
+        problems = [f"missing {', '.join(missing)}"] if missing else []
+        problems += [f"unknown {', '.join(unknown)}"] if unknown else []
+        raise InvalidInput(f"{where}: {'; '.join(problems)}")
+    for name in ("conversation", "question", "answer"):
+        if not isinstance(row[name], str):
+            raise InvalidInput(f"{where}: {name!r} must be a string")
+    if row.get("at") is not None and not isinstance(row["at"], str):
+        raise InvalidInput(f"{where}: 'at' must be an ISO 8601 time string")
+    try:
+        at = parse(row.get("at"))
+    except BadTime:
+        raise InvalidInput(f"{where}: 'at' is not an ISO 8601 time: {row['at']!r}") from None
+    # no key: the service derives one from the content, so a second import adds nothing
+    return row["conversation"], ImportedTurn("", row["question"], row["answer"], at)
+
+
+# -- the export ------------------------------------------------------------------
+
+
+def read_export(source: Source, tally: Tally) -> Iterator[ImportedConversation]:
+    member = source.members[0]
+    header = next(iter(source.items(member, "format")), None)
+    if header != FORMAT:
+        raise InvalidInput(f"{member} is not a memoro export")
+    for raw in source.items(member, "conversations.item"):
+        tally.conversations += 1
+        turns = []
+        for item in raw.get("turns") or []:
+            try:
+                at = parse(item.get("at"))
+            except BadTime as exc:
+                tally.fail(f"{raw.get('id')}: {item.get('key')}", str(exc))
+                continue
+            turns.append(ImportedTurn(item.get("key") or "", item["question"], item["answer"], at))
+        yield ImportedConversation(str(raw["id"]), raw.get("title"), turns)
+
+
+def export_block(source: Source) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The block and the audit (oldest first) an export holds."""
+    member = source.members[0]
+    block = next(iter(source.items(member, "block")), None)
+    audit = list(source.items(member, "audit.item"))
+    return block, audit
+
+
+def block_of(user_id: str, raw: dict[str, Any]) -> StoredBlock:
+    """The exported block, as stored."""
+    at = parse(raw["updated_at"])
+    if at is None or not isinstance(raw["text"], str) or not raw["text"]:
+        raise ValueError("the block needs its text and time")
+    return StoredBlock(user_id, raw["text"], at, Writer(raw["updated_by"]))
+
+
+def audit_of(user_id: str, raw: dict[str, Any]) -> AuditEntry:
+    """An exported audit entry, as stored."""
+    at = parse(raw["at"])
+    if at is None:
+        raise ValueError("an audit entry needs its time")
+    removed = tuple(str(line) for line in raw["removed_lines"])
+    added = tuple(str(line) for line in raw["added_lines"])
+    return AuditEntry(
+        0,
+        user_id,
+        at,
+        Writer(raw["writer"]),
+        Operation(raw["operation"]),
+        removed,
+        added,
+        int(raw["removed_count"]),
+        int(raw["added_count"]),
+    )
+
+
+def write_export(
+    user_id: str,
+    block: StoredBlock | None,
+    audit: list[AuditEntry],
+    conversations: Iterable[tuple[Conversation, list[Turn]]],
+    now: datetime,
+) -> Iterator[str]:
+    """The export as JSON text, a conversation at a time (a user's history
+    never has to fit in memory as one string)."""
+    head = {
+        "format": FORMAT,
+        "version": VERSION,
+        "user": user_id,
+        "exported_at": now.isoformat(),
+        "block": None
+        if block is None
+        else {
+            "text": block.text,
+            "updated_at": block.updated_at.isoformat(),
+            "updated_by": block.updated_by.value,
+        },
+        "audit": [
+            {k: v for k, v in entry.to_json().items() if k != "id"} for entry in reversed(audit)
+        ],
+    }
+    text = json.dumps(head, ensure_ascii=False, indent=1)
+    yield text[: text.rindex("}")].rstrip() + ',\n "conversations": ['
+    for i, (conversation, turns) in enumerate(conversations):
+        item = {
+            "id": conversation.id,
+            "title": conversation.title,
+            "turns": [
+                {"key": t.key, "question": t.question, "answer": t.answer, "at": t.at.isoformat()}
+                for t in turns
+            ],
+        }
+        yield ("," if i else "") + "\n  " + json.dumps(item, ensure_ascii=False)
+    yield "\n ]\n}\n"

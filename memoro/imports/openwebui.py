@@ -1,0 +1,71 @@
+"""Open WebUI's chat export (Settings → Chats → Export): a JSON array of
+chats. Each chat's messages are a tree (``chat.history.messages``); the
+branch the user saw runs from ``chat.history.currentId`` up through
+``parentId``. The model's reasoning and tool calls, which Open WebUI keeps
+inside the answer as ``<details type="reasoning">`` and
+``<details type="tool_calls">`` blocks, are cut out."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from memoro.imports.dialogue import branch, each, message, pair, time_or_none
+from memoro.imports.model import ImportedConversation, Message, Tally
+from memoro.imports.source import Source, json_members
+
+PROVIDER = "openwebui"
+_JSON = re.compile(r"\.json$")
+_HIDDEN = re.compile(
+    r"<details\b[^>]*\btype=\"(reasoning|tool_calls|code_interpreter)\"[^>]*>.*?</details>\s*",
+    re.DOTALL,
+)
+
+
+def read(source: Source, tally: Tally) -> Iterator[ImportedConversation]:
+    return each(source, json_members(source, _JSON, "JSON file"), tally, _conversation)
+
+
+def _conversation(raw: dict[str, Any], tally: Tally) -> ImportedConversation:
+    chat: dict[str, Any] = raw["chat"] if isinstance(raw.get("chat"), dict) else raw
+    native = str(raw.get("id") or chat.get("id"))
+    history = chat.get("history") or {}
+    nodes = {str(k): v for k, v in (history.get("messages") or {}).items() if isinstance(v, dict)}
+    if nodes:
+        path = branch(
+            nodes,
+            lambda m: m.get("parentId"),
+            history.get("currentId"),
+            lambda m: time_or_none(m.get("timestamp")),
+        )
+        ordered = [nodes[key] for key in path]
+    else:  # older exports: a flat list
+        ordered = [m for m in chat.get("messages") or [] if isinstance(m, dict)]
+    messages = [m for item in ordered if (m := _message(item, tally)) is not None]
+    fallback = time_or_none(raw.get("updated_at")) or time_or_none(raw.get("created_at"))
+    title = raw.get("title") or chat.get("title") or None
+    turns = pair(messages, f"{PROVIDER}:{native}", fallback, tally)
+    return ImportedConversation(f"{PROVIDER}:{native}", title, turns)
+
+
+def _message(raw: dict[str, Any], tally: Tally) -> Message | None:
+    role = raw.get("role")
+    if role not in ("user", "assistant"):
+        tally.skipped[f"{role or 'unknown'} messages"] += 1
+        return None
+    content = raw.get("content")
+    if isinstance(content, list):  # OpenAI-style parts
+        content = "\n\n".join(
+            str(p.get("text") or "")
+            for p in content
+            if isinstance(p, dict) and p.get("type") == "text"
+        )
+    text, hidden = _HIDDEN.subn("", str(content or ""))
+    if hidden:
+        tally.skipped["reasoning and tool calls"] += hidden
+    names = [f.get("name") for f in raw.get("files") or [] if isinstance(f, dict) and f.get("name")]
+    text = "\n\n".join([text.strip(), *(f"[attached: {name}]" for name in names)]).strip()
+    if not text:
+        return None
+    return message(str(raw.get("id")), role, text, raw.get("timestamp"))

@@ -1,0 +1,47 @@
+"""SillyTavern's chat files (``.jsonl``): a header line (who is talking),
+then one message per line in order. A message's ``mes`` is the reply the
+user kept; its other ``swipes`` are not. System and narrator lines are not
+dialogue. Messages have no ids, so a turn's key is its line number: a newer
+export of the same chat, with lines added at the end, adds only those."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from memoro.imports.dialogue import message, pair, time_or_none
+from memoro.imports.model import ImportedConversation, Message, Tally
+from memoro.imports.source import Source, json_members
+
+PROVIDER = "sillytavern"
+
+
+def read(source: Source, tally: Tally) -> Iterator[ImportedConversation]:
+    for member in json_members(source, re.compile(r"\.jsonl$"), "chat .jsonl file"):
+        tally.conversations += 1
+        header: dict[str, Any] = {}
+        messages: list[Message] = []
+        for number, raw in source.lines(member):
+            if not isinstance(raw, dict):
+                tally.fail(f"{member}:{number}", "not a JSON object")
+            elif number == 1 and "mes" not in raw:
+                header = raw
+            elif (found := _message(number, raw, tally)) is not None:
+                messages.append(found)
+        character = str(header.get("character_name") or member.rsplit("/", 1)[-1])
+        native = f"{character}:{header.get('create_date') or member}"
+        fallback = time_or_none(header.get("create_date"))
+        turns = pair(messages, f"{PROVIDER}:{native}", fallback, tally)
+        yield ImportedConversation(f"{PROVIDER}:{native}", character, turns)
+
+
+def _message(number: int, raw: dict[str, Any], tally: Tally) -> Message | None:
+    if raw.get("is_system"):
+        tally.skipped["system messages"] += 1
+        return None
+    text = str(raw.get("mes") or "").strip()
+    if not text:
+        return None
+    role = "user" if raw.get("is_user") else "assistant"
+    return message(f"line{number}", role, text, raw.get("send_date"))

@@ -1,0 +1,2 @@
+-- Imported conversations keep the title they had (ChatGPT, Claude.ai…).
+ALTER TABLE conversations ADD COLUMN title text;

@@ -1,0 +1,100 @@
+"""Imports and the export through the service, on every backend (I1–I5):
+turns keep their titles and keys, importing again adds nothing, a newer
+export adds only what is new, and memoro's export imports back losslessly."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from memoro.models import Writer
+from memoro.service import Memoro
+
+FIXTURES = Path(__file__).parent / "fixtures" / "imports"
+
+
+def export_of(memoro: Memoro, user: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads("".join(memoro.export(user)))
+    return data
+
+
+def test_an_export_is_imported_with_titles_and_found_by_search(history: Memoro) -> None:
+    report = history.import_file("ann", FIXTURES / "chatgpt-conversations.json")
+    assert report.format == "chatgpt"
+    assert (report.tally.imported, report.tally.already_there) == (5, 0)
+    listed = {c.id: c for c in history.list_conversations("ann")}
+    assert listed["chatgpt:c0ffee00-0000-4000-8000-000000000001"].title == "Trip to Lisbon"
+    assert listed["chatgpt:c0ffee00-0000-4000-8000-000000000003"].turns == 2
+    history.index_pending()
+    (hit,) = history.search("ann", "Belém tower", limit=1)
+    assert hit.conversation_id == "chatgpt:c0ffee00-0000-4000-8000-000000000001"
+    assert history.list_conversations("bob") == []
+
+
+def test_importing_again_adds_nothing_and_a_newer_export_adds_only_the_new(
+    history: Memoro, tmp_path: Path
+) -> None:
+    history.import_file("ann", FIXTURES / "claude-conversations.json")
+    again = history.import_file("ann", FIXTURES / "claude-conversations.json")
+    assert (again.tally.imported, again.tally.already_there) == (0, 3)
+
+    newer = json.loads((FIXTURES / "claude-conversations.json").read_text())
+    garden = newer[0]
+    garden["chat_messages"] += [
+        {
+            "uuid": "m6",
+            "sender": "human",
+            "content": [{"type": "text", "text": "And basil?"}],
+            "created_at": "2024-03-05T09:00:00Z",
+            "parent_message_uuid": "m5",
+        },
+        {
+            "uuid": "m7",
+            "sender": "assistant",
+            "content": [{"type": "text", "text": "Basil likes sun."}],
+            "created_at": "2024-03-05T09:00:09Z",
+            "parent_message_uuid": "m6",
+        },
+    ]
+    garden["current_leaf_message_uuid"] = "m7"
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(newer))
+    report = history.import_file("ann", path)
+    assert (report.tally.imported, report.tally.already_there) == (1, 3)
+    turns = history.conversation_turns("ann", "claude:a1a1a1a1-0000-4000-8000-000000000001")
+    assert [t.question for t in turns][-1] == "And basil?"
+
+
+def test_memoros_export_imports_back_losslessly(history: Memoro) -> None:
+    history.write_block("ann", "Preferred name: Al", writer=Writer.MODEL)
+    history.write_block("ann", "Preferred name: Al\nTracker: al@example.com", writer=Writer.USER)
+    history.record_turn("ann", "live-chat", "What is my tracker account?", "al@example.com")
+    history.import_file("ann", FIXTURES / "sillytavern-chat.jsonl")
+    original = export_of(history, "ann")
+    assert original["format"] == "memoro-export" and len(original["audit"]) == 2
+
+    data = "".join(history.export("ann")).encode()
+    report = history.import_file("copy", io.BytesIO(data))
+    assert report.format == "memoro" and report.block == "restored"
+    copied = export_of(history, "copy")
+    for key in ("user", "exported_at"):
+        original.pop(key), copied.pop(key)
+    (live,) = [c for c in copied["conversations"] if c["id"] == "live-chat"]
+    assert live["turns"][0]["key"].startswith("import:")  # a live turn's key: from its content
+    live["turns"][0]["key"] = None
+    assert copied == original
+    block, copied_block = history.read_block("ann"), history.read_block("copy")
+    assert block is not None and copied_block is not None
+    assert (copied_block.text, copied_block.updated_at, copied_block.updated_by) == (
+        block.text,
+        block.updated_at,
+        block.updated_by,
+    )
+
+    # into the same user again: nothing new, and the block is left alone
+    again = history.import_file("ann", io.BytesIO(data))
+    assert again.tally.imported == 0 and again.tally.already_there == 3
+    assert again.block.startswith("not restored")
+    assert len(history.audit("ann")) == 2
