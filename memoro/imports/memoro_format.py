@@ -35,9 +35,12 @@ _LINE_FIELDS = ("conversation", "question", "answer", "at")
 
 def read_lines(source: Source, tally: Tally) -> Iterator[ImportedConversation]:
     member = source.members[0]
-    checked = [_line(member, number, row) for number, row in source.lines(member)]
-    tally.conversations += len({conversation for conversation, _ in checked})
-    for conversation, turn in checked:  # every line checked before the first is stored
+    # every line is checked before the first is stored: a first pass reads
+    # them all (keeping only the conversation ids), the second yields them
+    conversations = {_line(member, number, row)[0] for number, row in source.lines(member)}
+    tally.conversations += len(conversations)
+    for number, row in source.lines(member):
+        conversation, turn = _line(member, number, row)
         yield ImportedConversation(conversation, None, [turn])
 
 

@@ -1,0 +1,61 @@
+"""memoro import and memoro export on the command line (I1, I5)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner, Result
+
+from memoro.cli import cli
+
+FIXTURES = Path(__file__).parent / "fixtures" / "imports"
+
+
+def run(home: Path, *args: str, input: bytes | None = None) -> Result:
+    env = {"MEMORO_HOME": str(home), "MEMORO_EMBEDDER": "keyword"}
+    return CliRunner().invoke(cli, list(args), input=input, env=env)
+
+
+def test_import_an_export_and_say_what_was_left_out(tmp_path: Path) -> None:
+    result = run(tmp_path, "import", str(FIXTURES / "chatgpt-conversations.json"), "-u", "ann")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("Imported 5 new turns from 3 conversations (0 already there).")
+    assert "Left out (not dialogue): 2 tool traffic" in lines[1]
+    assert lines[2] == "Left out (content types memoro does not know): some_future_type (1)."
+    listed = json.loads(run(tmp_path, "conversations", "list", "-u", "ann", "--json").stdout)
+    assert {c["title"] for c in listed} == {"Trip to Lisbon", "Colours"}
+
+
+def test_import_from_stdin_with_a_format(tmp_path: Path) -> None:
+    data = (FIXTURES / "sillytavern-chat.jsonl").read_bytes()
+    result = run(tmp_path, "import", "-", "-u", "ann", "--format", "sillytavern", input=data)
+    assert result.exit_code == 0 and "Imported 2 new turns from 1 conversation" in result.stdout
+
+
+def test_a_file_that_is_no_export_is_one_clear_line(tmp_path: Path) -> None:
+    path = tmp_path / "notes.json"
+    path.write_text('{"hello": "world"}')
+    result = run(tmp_path, "import", str(path), "-u", "ann")
+    assert result.exit_code == 1 and "cannot tell which export" in result.stderr
+    assert "Traceback" not in result.output
+    wrong = run(tmp_path, "import", str(path), "-u", "ann", "--format", "claude")
+    assert wrong.exit_code == 0 and "Could not import 1 turn or conversation" in wrong.stdout
+
+
+def test_export_then_import_into_another_memoro(tmp_path: Path) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    run(first, "turn", "add", "-u", "ann", "-c", "trip", "-q", "Flights?", "-a", "TAP 9:40")
+    assert run(first, "memory", "set", "-u", "ann", input=b"Preferred name: Al").exit_code == 0
+    exported = run(first, "export", "-u", "ann")
+    assert exported.exit_code == 0
+    data = json.loads(exported.stdout)
+    assert data["block"]["text"] == "Preferred name: Al" and len(data["audit"]) == 1
+    path = tmp_path / "ann.json"
+    path.write_text(exported.stdout)
+    result = run(second, "import", str(path), "-u", "ann")
+    assert result.exit_code == 0 and "Memory block: restored." in result.stdout
+    assert run(second, "memory", "show", "-u", "ann").stdout.strip() == "Preferred name: Al"
+    shown = run(second, "conversations", "show", "-u", "ann", "trip").stdout
+    assert "Q: Flights?" in shown
