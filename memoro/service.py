@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memoro import block
+from memoro import block, inputs
 from memoro.errors import BlockChanged, InvalidInput, InvalidUser
 from memoro.history import search as history_search
 from memoro.history.embed import Embedder, make_embedder
@@ -41,30 +41,18 @@ from memoro.tools import ToolResult, execute
 
 MAX_TURN_CHARS = 1_000_000
 MAX_SEARCH_LIMIT = 50
+MAX_QUERY_CHARS = 4000
 _DEFAULT: Any = object()
-
-
-MAX_ID = 255
-
-
-def _check_id(value: object, what: str, error: type[InvalidInput]) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise error(f"a {what} id must be a non-empty string")
-    if len(value) > MAX_ID:
-        raise error(f"a {what} id is at most {MAX_ID} characters")
-    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value):
-        raise error(f"a {what} id cannot contain control characters")
-    return value
 
 
 def check_user(user_id: object) -> str:
     """Return ``user_id`` if it can name a user, else raise InvalidUser."""
-    return _check_id(user_id, "user", InvalidUser)
+    return inputs.check_id(user_id, "user", InvalidUser)
 
 
 def check_conversation(conversation_id: object) -> str:
     """Return ``conversation_id`` if it can name a conversation."""
-    return _check_id(conversation_id, "conversation", InvalidInput)
+    return inputs.check_id(conversation_id, "conversation")
 
 
 def check_writer(writer: object) -> Writer:
@@ -193,8 +181,8 @@ class Memoro:
 
     def audit(self, user_id: str, *, limit: int = 100) -> list[AuditEntry]:
         """The user's audit log, newest first."""
-        if limit < 1:
-            raise InvalidInput("limit must be at least 1")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise InvalidInput("limit must be a whole number of at least 1")
         return self.store.list_audit(check_user(user_id), limit=limit)
 
     # -- the prompt (P) ----------------------------------------------------
@@ -205,8 +193,12 @@ class Memoro:
         ``instructions`` is the host application's own stable text; it goes
         after memoro's base prompt and before the personal block (P4).
         """
+        if not isinstance(instructions, str):
+            raise InvalidInput("instructions must be a string")
         stored = self.read_block(user_id)
-        return build_system_prompt(stored.text if stored else None, instructions=instructions)
+        return build_system_prompt(
+            stored.text if stored else None, instructions=inputs.clean_text(instructions)
+        )
 
     # -- past conversations (C) --------------------------------------------
 
@@ -217,20 +209,25 @@ class Memoro:
         question: str,
         answer: str,
         *,
-        at: datetime | None = None,
+        at: datetime | str | None = None,
         key: str | None = None,
     ) -> RecordedTurn:
         """Store a finished turn; indexing happens later in the background
-        (C1, C2). ``key`` makes the call idempotent (imports)."""
+        (C1, C2). ``at`` is a datetime or an ISO 8601 string (default: now);
+        ``key`` makes the call idempotent (imports). Every input is checked
+        (memoro.inputs) before anything is stored."""
         user_id = check_user(user_id)
         conversation_id = check_conversation(conversation_id)
+        if key is not None:
+            key = inputs.check_id(key, "turn key")
         if not isinstance(question, str) or not isinstance(answer, str):
             raise InvalidInput("question and answer must be strings")
         if len(question) + len(answer) > MAX_TURN_CHARS:
             raise InvalidInput(f"a turn holds at most {MAX_TURN_CHARS:,} characters")
+        question, answer = inputs.clean_text(question), inputs.clean_text(answer)
         if not (question.strip() or answer.strip()):
             raise InvalidInput("a turn needs a question or an answer")
-        when = at or datetime.now(UTC)
+        when = inputs.turn_time(at) or datetime.now(UTC)
         recorded = self.store.record_turn(user_id, conversation_id, question, answer, when, key)
         if recorded.created and self._threaded:
             self.worker.wake()
@@ -251,6 +248,11 @@ class Memoro:
         user_id = check_user(user_id)
         if not isinstance(query, str):
             raise InvalidInput("the query must be a string")
+        if len(query) > MAX_QUERY_CHARS:
+            raise InvalidInput(f"a query is at most {MAX_QUERY_CHARS:,} characters")
+        query = inputs.clean_text(query)
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise InvalidInput("limit must be a whole number")
         if not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise InvalidInput(f"limit must be between 1 and {MAX_SEARCH_LIMIT}")
         try:

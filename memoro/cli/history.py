@@ -7,7 +7,7 @@ import hashlib
 import json
 import signal
 import sys
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -16,7 +16,9 @@ import click
 
 from memoro.block import without_controls
 from memoro.cli._app import cli, open_memoro, print_json, read_stdin, user_option
+from memoro.errors import InvalidInput
 from memoro.history.fusion import Mode
+from memoro.inputs import turn_time
 from memoro.models import JobStatus
 from memoro.service import Memoro
 from memoro.tools import render_search
@@ -25,15 +27,10 @@ TURN_FIELDS = ("conversation", "question", "answer", "at")
 
 
 def _parse_time(value: object, where: str) -> datetime | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise click.ClickException(f"{where}: 'at' must be an ISO 8601 time string")
     try:
-        at = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise click.ClickException(f"{where}: 'at' is not an ISO 8601 time: {value!r}") from None
-    return at if at.tzinfo else at.replace(tzinfo=UTC)
+        return turn_time(value)  # the service's rule, checked before anything is stored
+    except InvalidInput as exc:
+        raise click.ClickException(f"{where}: {exc}") from None
 
 
 def _index(memoro: Memoro, label: str) -> None:
