@@ -6,6 +6,7 @@ re-implements nothing; the store below it only stores.
 from __future__ import annotations
 
 import atexit
+import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,6 +39,8 @@ from memoro.prompt import SystemPrompt, build_system_prompt
 from memoro.settings import Settings
 from memoro.store.base import Store
 from memoro.tools import ToolResult, execute
+
+log = logging.getLogger("memoro.worker")
 
 MAX_TURN_CHARS = 1_000_000
 MAX_SEARCH_LIMIT = 50
@@ -91,7 +94,9 @@ class Memoro:
         if worker is None:
             worker = self.settings.worker == "thread"
         self._threaded = worker
+        self._warned = False
         if worker:
+            self.warn_if_cannot_run_jobs()
             self.worker.start()
             atexit.register(self.worker.stop)
 
@@ -285,7 +290,20 @@ class Memoro:
 
     def index_pending(self, progress: Callable[[], None] | None = None) -> int:
         """Run due background jobs in this thread until none is left."""
+        self.warn_if_cannot_run_jobs()
         return self.worker.run_until_idle(progress)
+
+    def warn_if_cannot_run_jobs(self) -> None:
+        """Say so, once, when the store's database role may not run the job
+        queue (on PostgreSQL, a role that is not a member of memoro_worker
+        sees no job, so a worker there would wait forever)."""
+        if not getattr(self.store, "runs_jobs", True) and not self._warned:
+            self._warned = True
+            log.warning(
+                "this database role is not a member of memoro_worker: it cannot index turns"
+                " or purge deleted conversations; run `memoro worker` as a member"
+                " (docs/deploy.md)"
+            )
 
     def pending_jobs(self) -> int:
         counts = self.store.count_jobs()

@@ -31,11 +31,19 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
 
 
 @pytest.fixture(scope="session")
-def postgres() -> Iterator[tuple[str, str]]:
-    """(superuser URL, memoro's URL) of a real PostgreSQL for the session."""
+def postgres_server() -> Iterator[Any]:
+    """A real PostgreSQL for the session, with its owner, worker and app roles."""
     from tests import postgres as pg
 
     yield from pg.start()
+
+
+@pytest.fixture(scope="session")
+def postgres(postgres_server: Any) -> tuple[str, str]:
+    """(superuser URL, memoro's URL): memoro connects as the worker role,
+    which serves and indexes, as a server running its own worker does; the
+    app role of servers that leave indexing to workers is tested apart."""
+    return postgres_server.admin, postgres_server.worker
 
 
 @pytest.fixture(params=["sqlite", "postgres", "postgres-superuser"])
@@ -80,11 +88,11 @@ def _backend(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     from memoro.store.postgres import PostgresStore
     from tests import postgres as pg
 
-    admin, app = request.getfixturevalue("postgres")
+    admin, url = request.getfixturevalue("postgres")
     pg.clean(admin)
     # "postgres-superuser" connects as the superuser, which row-level security does
     # not restrict: every query must still keep to its own user by itself
-    return PostgresStore(admin if request.param == "postgres-superuser" else app)
+    return PostgresStore(admin if request.param == "postgres-superuser" else url)
 
 
 @pytest.fixture

@@ -233,6 +233,7 @@ def worker(ctx: click.Context, once: bool) -> None:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    memoro.warn_if_cannot_run_jobs()
     click.echo(f"memoro worker {memoro.worker.name} running; Ctrl-C stops it.", err=True)
     memoro.worker.run_forever()
     click.echo("memoro worker stopped.", err=True)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ipaddress
+import signal
+from types import FrameType
 
 import click
 
@@ -74,10 +76,17 @@ def serve(ctx: click.Context, host: str, port: int) -> None:
     click.echo(f"  API reference:        http://{shown}:{port}/docs", err=True)
     if provider is not None:
         click.echo(f"  Chat page:            http://{shown}:{port}/chat", err=True)
+    # uvicorn stops gracefully on SIGTERM, then raises the signal again, which
+    # would end the process before memoro closes: end it with an exit instead
+    signal.signal(signal.SIGTERM, _exit)
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning")
     finally:
         memoro.close()
+
+
+def _exit(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(0)
 
 
 @cli.group()
