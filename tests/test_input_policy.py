@@ -93,11 +93,18 @@ def test_the_first_and_last_dates_allowed_are_stored_and_read_back_everywhere(
             },
         )
         assert created.status_code == 201, created.text
+    for at in ("0001-01-03T00:00:00+23:59", "9999-12-29T23:59:59-23:59"):
+        code, output = cli_turn(history, "-c", "cli", "-q", "edge of time", "--at", at)
+        assert code == 0, output  # the CLI passes the time on as written
     history.index_pending()
     listed = {c["id"]: c["first_at"] for c in served.get("/v1/conversations").json()}
-    assert listed == {"first": "0001-01-02T00:01:00Z", "last": "9999-12-30T23:58:59.999999Z"}
+    assert listed == {
+        "first": "0001-01-02T00:01:00Z",
+        "last": "9999-12-30T23:58:59.999999Z",
+        "cli": "0001-01-02T00:01:00Z",
+    }
     assert served.get("/v1/conversations/last").json()[0]["at"] == listed["last"]
-    assert len(served.get("/v1/search", params={"q": "edge of time"}).json()) == 2
+    assert len(served.get("/v1/search", params={"q": "edge of time"}).json()) == 4
 
 
 def test_a_lone_surrogate_in_any_text_is_removed_the_same_way_on_every_path(

@@ -7,7 +7,6 @@ import hashlib
 import json
 import signal
 import sys
-from datetime import datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -26,11 +25,14 @@ from memoro.tools import render_search
 TURN_FIELDS = ("conversation", "question", "answer", "at")
 
 
-def _parse_time(value: object, where: str) -> datetime | None:
+def _parse_time(value: object, where: str) -> str | None:
+    """``value`` once the service's rule accepts it (checked before anything
+    is stored); the service reads it again, as it does from every caller."""
     try:
-        return turn_time(value)  # the service's rule, checked before anything is stored
+        turn_time(value)
     except InvalidInput as exc:
         raise click.ClickException(f"{where}: {exc}") from None
+    return value if isinstance(value, str) else None
 
 
 def _index(memoro: Memoro, label: str) -> None:

@@ -13,6 +13,9 @@ from memoro.cli._app import cli
 from memoro.service import Memoro
 from memoro.settings import Settings
 
+MAX_HEAD = 1024 * 1024
+"""Bytes of request line and headers `memoro serve` reads (h11's default is 16 KB)."""
+
 
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
@@ -80,7 +83,11 @@ def serve(ctx: click.Context, host: str, port: int) -> None:
     # would end the process before memoro closes: end it with an exit instead
     signal.signal(signal.SIGTERM, _exit)
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+        # a request line may be long: the API takes up to 20,000 characters of
+        # instructions in a query string, 240 KB once percent-encoded
+        uvicorn.run(
+            app, host=host, port=port, log_level="warning", h11_max_incomplete_event_size=MAX_HEAD
+        )
     finally:
         memoro.close()
 
