@@ -12,27 +12,13 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 
 import httpx
-from _place import Place
+from _place import Place, Row
 from _server import SECRET, start, stop
 
 from memoro.auth import Signer
 from memoro.history.chunking import chunk, turn_text
-
-
-@dataclass
-class Row:
-    check: str
-    tried: int = 0
-    failed: int = 0
-    notes: list[str] = field(default_factory=list)
-
-    def fail(self, why: str) -> None:
-        self.failed += 1
-        if len(self.notes) < 5:
-            self.notes.append(why)
 
 
 def _block(n: int) -> str:
@@ -147,20 +133,21 @@ def workers(where: Place, turns: int, kills: int, rng: random.Random) -> Row:
         return subprocess.Popen([sys.executable, "-c", WORKER, *args])
 
     procs = [spawn() for _ in range(4)]
+    # kill when the queue is down to these many jobs: spread over the run
+    marks = [turns * (kills - k) // (kills + 1) for k in range(kills)]
     done, deadline = 0, time.monotonic() + 600
     try:
-        while where.count("SELECT count(*) FROM jobs WHERE status <> 'failed'"):
+        while left := where.count("SELECT count(*) FROM jobs WHERE status <> 'failed'"):
             if time.monotonic() > deadline:
                 row.fail("the queue did not drain in 10 minutes")
                 break
-            holder = _job_holder(where) if done < kills else None
-            victim = next((p for p in procs if p.pid == holder), None)
-            if victim is not None and rng.random() < 0.5:
+            victim = _holding_a_job(where, procs) if done < kills and left <= marks[done] else None
+            if victim is not None:
                 victim.kill()
                 victim.wait()
                 procs[procs.index(victim)] = spawn()
                 done += 1
-            time.sleep(0.1)
+            time.sleep(0.02)
     finally:
         for proc in procs:
             proc.kill()
@@ -181,10 +168,14 @@ def workers(where: Place, turns: int, kills: int, rng: random.Random) -> Row:
     return row
 
 
-def _job_holder(where: Place) -> int | None:
-    """The pid of a worker holding a job (worker names are host:pid:…)."""
-    found = where.rows("SELECT locked_by FROM jobs WHERE status = 'running' LIMIT 1")
-    return int(found[0][0].split(":")[1]) if found and found[0][0] else None
+def _holding_a_job(
+    where: Place, procs: list[subprocess.Popen[bytes]]
+) -> subprocess.Popen[bytes] | None:
+    """A live worker that holds a job now (worker names are host:pid:…); a
+    killed worker's job stays "running" until its lease runs out."""
+    sql = "SELECT locked_by FROM jobs WHERE status = 'running' AND locked_by IS NOT NULL"
+    holders = {int(name.split(":")[1]) for (name,) in where.rows(sql)}
+    return next((p for p in procs if p.pid in holders), None)
 
 
 def serve(where: Place, kills: int, clients: int, rng: random.Random) -> Row:

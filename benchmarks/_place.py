@@ -27,6 +27,19 @@ TABLES = (
 
 
 @dataclass
+class Row:
+    check: str
+    tried: int = 0
+    failed: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def fail(self, why: str) -> None:
+        self.failed += 1
+        if len(self.notes) < 5:
+            self.notes.append(why)
+
+
+@dataclass
 class Place:
     label: str
     home: Path

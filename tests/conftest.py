@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,20 @@ from memoro.store.sqlite import SqliteStore
 from memoro.testing import HashEmbedder
 
 VECTORS = Path(__file__).parent / "vectors" / "block-text.json"
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the reliability benchmark's quick run at once when its test is
+    selected: it is a process of its own and mostly waits on others, so it
+    overlaps the rest of the suite (tests/test_reliability.py waits for it)."""
+    if any(item.path.name == "test_reliability.py" for item in session.items):
+        from tests import test_reliability
+
+        results = Path(tempfile.mkdtemp(prefix="memoro-reliability-")) / "results.json"
+        session.config.reliability_run = (  # type: ignore[attr-defined]
+            test_reliability.start(results),
+            results,
+        )
 
 
 def block_vectors() -> list[dict[str, Any]]:

@@ -176,20 +176,25 @@ def test_an_xss_payload_in_the_block_is_shown_as_text(
     assert page.locator("img").count() == 0
 
 
+def open_then_delete(page: Page, url: str, conversation: str, shown: str) -> None:
+    """On the Conversations page: open ``conversation``, see ``shown``, delete it."""
+    page.goto(f"{url}/conversations")
+    expect(page.locator("body")).to_have_attribute("data-ready", "true")
+    row = page.locator(f"li[data-id='{conversation}']")
+    row.get_by_role("button", name="Open").click()
+    expect(page.locator("#turn-list")).to_contain_text(shown)
+    row.get_by_role("button", name="Delete").click()
+    page.locator("#confirm-delete").get_by_role("button", name="Delete").click()
+    expect(row).to_have_count(0)
+
+
 def test_a_deleted_conversation_disappears_from_the_page_and_from_search(
     page: Page, url: str, service: Memoro
 ) -> None:
     service.record_turn(USER, "holiday", "Plan my trip to Kyoto", "Temples first.")
     service.record_turn(USER, "work", "Quarterly report outline", "Sections A to D.")
     service.index_pending()
-    page.goto(f"{url}/conversations")
-    expect(page.locator("body")).to_have_attribute("data-ready", "true")
-    row = page.locator("li[data-id='holiday']")
-    row.get_by_role("button", name="Open").click()
-    expect(page.locator("#turn-list")).to_contain_text("Plan my trip to Kyoto")
-    row.get_by_role("button", name="Delete").click()
-    page.locator("#confirm-delete").get_by_role("button", name="Delete").click()
-    expect(page.locator("li[data-id='holiday']")).to_have_count(0)
+    open_then_delete(page, url, "holiday", "Plan my trip to Kyoto")
     expect(page.locator("li[data-id='work']")).to_have_count(1)
     assert all(hit.conversation_id == "work" for hit in service.search(USER, "Kyoto trip"))
     assert [c.id for c in service.list_conversations(USER)] == ["work"]
@@ -199,15 +204,8 @@ def test_a_conversation_whose_id_has_a_slash_opens_and_deletes_on_the_page(
     page: Page, url: str, service: Memoro
 ) -> None:
     service.record_turn(USER, "notes/2025/may", "Where did we park?", "Level 3, row B.")
-    page.goto(f"{url}/conversations")
-    expect(page.locator("body")).to_have_attribute("data-ready", "true")
-    row = page.locator("li[data-id='notes/2025/may']")
-    row.get_by_role("button", name="Open").click()
-    expect(page.locator("#turn-list")).to_contain_text("Level 3, row B.")
-    row.get_by_role("button", name="Delete").click()
-    page.locator("#confirm-delete").get_by_role("button", name="Delete").click()
+    open_then_delete(page, url, "notes/2025/may", "Level 3, row B.")
     expect(page.locator("#status")).to_contain_text('Deleted "notes/2025/may".')
-    expect(page.locator("li[data-id='notes/2025/may']")).to_have_count(0)
     assert service.list_conversations(USER) == []
 
 

@@ -193,6 +193,12 @@ def _block_out(memoro: Memoro, user: str, response: Response) -> BlockOut:
     return shown
 
 
+IfMatch = Annotated[
+    str | None,
+    Header(description="Act only if the block still has this ETag (else 412, nothing changes)."),
+]
+
+
 def _etag(if_match: str | None) -> str | None:
     return if_match.strip().strip('"').removeprefix("W/").strip('"') if if_match else None
 
@@ -214,15 +220,7 @@ def read_memory(user: User, memoro: Service, response: Response) -> BlockOut:
         },
     },
 )
-def write_memory(
-    body: BlockIn,
-    user: User,
-    memoro: Service,
-    if_match: Annotated[
-        str | None,
-        Header(description="Save only if the block still has this ETag (else 412)."),
-    ] = None,
-) -> Any:
+def write_memory(body: BlockIn, user: User, memoro: Service, if_match: IfMatch = None) -> Any:
     result = memoro.write_block(user, body.block, writer=Writer.USER, expected_etag=_etag(if_match))
     status = 422 if result.rejected else 200
     return JSONResponse(result.to_json(), status_code=status, headers={"ETag": f'"{result.etag}"'})
@@ -234,14 +232,7 @@ def write_memory(
     summary="Delete everything remembered",
     responses=_errors(412),
 )
-def delete_memory(
-    user: User,
-    memoro: Service,
-    if_match: Annotated[
-        str | None,
-        Header(description="Delete only if the block still has this ETag (else 412)."),
-    ] = None,
-) -> Any:
+def delete_memory(user: User, memoro: Service, if_match: IfMatch = None) -> Any:
     return memoro.delete_block(user, writer=Writer.USER, expected_etag=_etag(if_match)).to_json()
 
 

@@ -133,10 +133,10 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
         response.headers.update(exc.headers or {})
         if exc.status_code == 405:
             # every method of this path, not only those of the first route found
-            routes = (*app.router.routes, *api.router.routes, *chat.router.routes)
             methods = {
                 method
-                for route in (*routes, *login.router.routes)
+                for router in (app.router, api.router, chat.router, login.router)
+                for route in router.routes
                 if isinstance(route, Route) and route.matches(request.scope)[0] != Match.NONE
                 for method in route.methods or ()
             }
