@@ -32,6 +32,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         )
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop the quick run if the session ends without waiting for it."""
+    run = getattr(session.config, "reliability_run", None)
+    if run is not None and run[0].poll() is None:
+        run[0].kill()
+        run[0].communicate()
+
+
 def block_vectors() -> list[dict[str, Any]]:
     vectors: list[dict[str, Any]] = json.loads(VECTORS.read_text("utf-8"))["vectors"]
     return vectors
