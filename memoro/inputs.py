@@ -1,7 +1,7 @@
 """The one input policy (SPEC D5), pure: what memoro does with the text, ids
 and times that reach it through any front end, before anything is stored.
-The service applies it; the HTTP schema states it (``ID_SCHEMA``,
-``TIME_SCHEMA``); no front end has rules of its own.
+The service applies it; the HTTP schema states it (``ID_PATTERN``,
+``TIME_PATTERN``); no front end has rules of its own.
 
 - **Text** (a turn's question and answer, a search query, instructions, tool
   arguments) is kept as sent, except that lone surrogates (halves of a
@@ -12,9 +12,9 @@ The service applies it; the HTTP schema states it (``ID_SCHEMA``,
   1–255 characters, not only whitespace, no control characters, no lone
   surrogates, and not ``.`` or ``..`` (which no URL can name).
 - **Times** (when a turn ended) are ISO 8601 date-times (seconds optional),
-  with an offset or read as UTC, dated 0001-01-03 to 9999-12-29 as written: whatever the
-  offset, the moment is one every backend stores and reads back in any time
-  zone (years 1–9999 in Python and in a PostgreSQL session's zone).
+  with an offset or read as UTC, dated 0001-01-03 to 9999-12-29 as written:
+  whatever the offset, the moment is one every backend stores and reads back
+  in any time zone (years 1–9999 in Python and in a PostgreSQL session's).
 """
 
 from __future__ import annotations
