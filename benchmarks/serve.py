@@ -19,9 +19,7 @@ import argparse
 import os
 import platform
 import random
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -30,10 +28,10 @@ from collections import defaultdict
 
 import httpx
 from _backends import Backend, add_option, backend, specs
+from _server import SECRET, start, stop
 
 from memoro.auth import Signer
 
-SECRET = "benchmark-secret-0123456789-abcdefghijklmnop"
 WORDS = [
     "budget",
     "report",
@@ -55,12 +53,6 @@ WORDS = [
     "hiring",
     "roadmap",
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def client_loop(
@@ -124,25 +116,10 @@ def measure(where: Backend, clients: list[int], seconds: float) -> dict[tuple[in
     signer = Signer(SECRET)
     results: dict[tuple[int, str], Stats] = {}
     with tempfile.TemporaryDirectory() as home:
-        port = free_port()
-        env = {**os.environ, "MEMORO_HOME": home, "MEMORO_AUTH": "token", "MEMORO_SECRET": SECRET}
+        env = {"MEMORO_HOME": home}
         if where.url:
             env["MEMORO_DATABASE_URL"] = where.url
-        server = subprocess.Popen(
-            [sys.executable, "-m", "memoro", "serve", "--port", str(port)],
-            env=env,
-            stderr=subprocess.DEVNULL,
-        )
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"{url}/healthz", timeout=1)
-                break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise SystemExit("memoro serve did not start") from None
-                time.sleep(0.1)
+        url, server = start(env)
         warm = httpx.Client(
             base_url=url, headers={"Authorization": f"Bearer {signer.issue('warmup')}"}
         )
@@ -177,8 +154,7 @@ def measure(where: Backend, clients: list[int], seconds: float) -> dict[tuple[in
             total = sum(len(v) for v in timings.values())
             results[(n, "**all**")] = (total, total / elapsed, 0, 0, 0, len(errors))
             print(f"{where.label}: {n} clients done", file=sys.stderr)
-        server.terminate()
-        server.wait(30)
+        stop(server)
     return results
 
 

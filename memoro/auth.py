@@ -19,7 +19,7 @@ import secrets
 import time
 from dataclasses import dataclass
 
-from memoro.errors import ConfigError, Unauthorized
+from memoro.errors import ConfigError, InvalidUser, Unauthorized
 from memoro.service import check_user
 
 MIN_SECRET = 32
@@ -79,13 +79,17 @@ class Signer:
             if version != "v1" or not hmac.compare_digest(_unb64(mac), expected):
                 raise Unauthorized("the token's signature is not valid")
             payload = json.loads(_unb64(body))
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RecursionError):
             raise Unauthorized("the token is malformed") from None
+        if not isinstance(payload, dict):
+            raise Unauthorized("the token is malformed: its claims are not a JSON object")
         if payload.get("kind") != kind:
             raise Unauthorized(f"expected a {kind} token")
         if not isinstance(payload.get("exp"), int) or payload["exp"] <= time.time():
             raise Unauthorized("the token has expired")
-        user_id = payload.get("sub")
-        if not isinstance(user_id, str):
-            raise Unauthorized("the token names no user")
-        return Claims(check_user(user_id), payload["exp"], kind, payload.get("csrf"))
+        try:
+            user_id = check_user(payload.get("sub"))
+        except InvalidUser as exc:
+            raise Unauthorized(f"the token names no valid user: {exc}") from None
+        csrf = payload.get("csrf")
+        return Claims(user_id, payload["exp"], kind, csrf if isinstance(csrf, str) else None)

@@ -7,14 +7,18 @@ the user of the request's token over HTTP — never one named in arguments.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
+from io import TextIOWrapper
+from typing import Any, cast
 
+import anyio
 import anyio.to_thread
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, InputRequiredResult, TextContent
 from mcp_types import Tool as MCPTool
@@ -23,9 +27,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from memoro.errors import Unauthorized
+from memoro.inputs import clean_json_message
 from memoro.prompt import memory_section
 from memoro.service import Memoro
 from memoro.tools import TOOLS
+from memoro.web.security import www_authenticate
 
 INSTRUCTIONS = """\
 memoro keeps a memory of the user. Load the resource memoro://memory (or the prompt \
@@ -110,6 +116,17 @@ class MemoroMCP(MCPServer):
         stored = await anyio.to_thread.run_sync(self.memoro.read_block, user)
         return memory_section(stored.text if stored else None)
 
+    async def run_stdio_async(self) -> None:
+        """Serve over stdio, each incoming line cleaned as text is on every
+        other path (memoro.inputs): the SDK's strict parser drops a message
+        that escapes a lone surrogate, unanswered, and the host would wait
+        forever (D9)."""
+        raw = anyio.wrap_file(TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+        stdin = cast(anyio.AsyncFile[str], _CleanLines(raw))
+        async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+            server = self._lowlevel_server  # what MCPServer.run_stdio_async runs, too
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
     def http_endpoint(self) -> tuple[ASGIApp, Callable[[], AbstractAsyncContextManager[None]]]:
         """The streamable-HTTP endpoint (to mount at /mcp) and the lifespan
         context that runs its session manager (a new one per app start).
@@ -137,6 +154,20 @@ def _listed_only() -> str:
     return ""
 
 
+class _CleanLines:
+    """The lines of a text stream, each through ``clean_json_message``."""
+
+    def __init__(self, lines: anyio.AsyncFile[str]) -> None:
+        self._lines = lines
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._clean()
+
+    async def _clean(self) -> AsyncIterator[str]:
+        async for line in self._lines:
+            yield clean_json_message(line)
+
+
 class _Authenticated:
     """An ASGI app that answers 401/403 unless the request has a user."""
 
@@ -151,11 +182,29 @@ class _Authenticated:
         except Unauthorized as exc:
             status = 403 if exc.code == "forbidden" else 401
             body = {"error": {"code": exc.code, "message": str(exc)}}
-            await JSONResponse(body, status_code=status)(scope, receive, send)
+            headers = (
+                {"WWW-Authenticate": www_authenticate(Request(scope))} if status == 401 else {}
+            )
+            await JSONResponse(body, status_code=status, headers=headers)(scope, receive, send)
             return
         if self.app is None:
             await JSONResponse({"error": {"code": "starting", "message": "not ready"}}, 503)(
                 scope, receive, send
             )
             return
-        await self.app(scope, receive, send)
+        await self.app(scope, _clean_body(receive), send)
+
+
+def _clean_body(receive: Receive) -> Receive:
+    """``receive`` with the body (whole, see BodyLimit) through
+    ``clean_json_message``, as on stdio."""
+
+    async def cleaned() -> MutableMapping[str, Any]:
+        message = await receive()
+        body = message.get("body", b"")
+        if message["type"] == "http.request" and body:
+            text = body.decode("utf-8", "replace")
+            message = {**message, "body": clean_json_message(text).encode("utf-8")}
+        return message
+
+    return cleaned

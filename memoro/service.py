@@ -8,6 +8,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
@@ -17,7 +18,7 @@ from typing import Any, BinaryIO
 import numpy as np
 import numpy.typing as npt
 
-from memoro import block, imports
+from memoro import block, imports, inputs
 from memoro.errors import BlockChanged, InvalidInput, InvalidUser
 from memoro.history import search as history_search
 from memoro.history.embed import Embedder, make_embedder
@@ -46,8 +47,11 @@ from memoro.settings import Settings
 from memoro.store.base import Store
 from memoro.tools import ToolResult, execute
 
+log = logging.getLogger("memoro.worker")
+
 MAX_TURN_CHARS = 1_000_000
 MAX_SEARCH_LIMIT = 50
+MAX_QUERY_CHARS = 4000
 IMPORT_BATCH = 500
 """Imported turns stored per transaction."""
 MAX_TITLE = 500
@@ -57,27 +61,14 @@ AUDIT_EXPORT_LIMIT = 1_000_000
 _DEFAULT: Any = object()
 
 
-MAX_ID = 255
-
-
-def _check_id(value: object, what: str, error: type[InvalidInput]) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise error(f"a {what} id must be a non-empty string")
-    if len(value) > MAX_ID:
-        raise error(f"a {what} id is at most {MAX_ID} characters")
-    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value):
-        raise error(f"a {what} id cannot contain control characters")
-    return value
-
-
 def check_user(user_id: object) -> str:
     """Return ``user_id`` if it can name a user, else raise InvalidUser."""
-    return _check_id(user_id, "user", InvalidUser)
+    return inputs.check_id(user_id, "user", InvalidUser)
 
 
 def check_conversation(conversation_id: object) -> str:
     """Return ``conversation_id`` if it can name a conversation."""
-    return _check_id(conversation_id, "conversation", InvalidInput)
+    return inputs.check_id(conversation_id, "conversation")
 
 
 def check_writer(writer: object) -> Writer:
@@ -113,7 +104,9 @@ class Memoro:
         if worker is None:
             worker = self.settings.worker == "thread"
         self._threaded = worker
+        self._warned = False
         if worker:
+            self.warn_if_cannot_run_jobs()
             self.worker.start()
             atexit.register(self.worker.stop)
 
@@ -203,8 +196,8 @@ class Memoro:
 
     def audit(self, user_id: str, *, limit: int = 100) -> list[AuditEntry]:
         """The user's audit log, newest first."""
-        if limit < 1:
-            raise InvalidInput("limit must be at least 1")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise InvalidInput("limit must be a whole number of at least 1")
         return self.store.list_audit(check_user(user_id), limit=limit)
 
     # -- the prompt (P) ----------------------------------------------------
@@ -215,8 +208,12 @@ class Memoro:
         ``instructions`` is the host application's own stable text; it goes
         after memoro's base prompt and before the personal block (P4).
         """
+        if not isinstance(instructions, str):
+            raise InvalidInput("instructions must be a string")
         stored = self.read_block(user_id)
-        return build_system_prompt(stored.text if stored else None, instructions=instructions)
+        return build_system_prompt(
+            stored.text if stored else None, instructions=inputs.clean_text(instructions)
+        )
 
     # -- past conversations (C) --------------------------------------------
 
@@ -227,13 +224,15 @@ class Memoro:
         question: str,
         answer: str,
         *,
-        at: datetime | None = None,
+        at: datetime | str | None = None,
         key: str | None = None,
     ) -> RecordedTurn:
         """Store a finished turn; indexing happens later in the background
-        (C1, C2). ``key`` makes the call idempotent (imports)."""
+        (C1, C2). ``at`` is a datetime or an ISO 8601 string (default: now);
+        ``key`` makes the call idempotent (imports). Every input is checked
+        (memoro.inputs) before anything is stored."""
         user_id = check_user(user_id)
-        turn = _checked_turn(NewTurn(conversation_id, question, answer, at, key))
+        turn = _checked_turn(NewTurn(conversation_id, question, answer, None, key), at)
         (recorded,) = self.store.record_turns(user_id, [turn])
         if recorded.created and self._threaded:
             self.worker.wake()
@@ -255,7 +254,7 @@ class Memoro:
         anyone else wait. ``progress`` gets the number stored per batch.
         """
         user_id = check_user(user_id)
-        checked = [_checked_turn(turn, keyed=True) for turn in turns]
+        checked = [_checked_turn(turn, turn.at, keyed=True) for turn in turns]
         recorded: list[RecordedTurn] = []
         for start in range(0, len(checked), IMPORT_BATCH):
             part = checked[start : start + IMPORT_BATCH]
@@ -310,7 +309,7 @@ class Memoro:
                         conversation.title,
                     )
                     try:
-                        batch.append(_checked_turn(new, keyed=True))
+                        batch.append(_checked_turn(new, new.at, keyed=True))
                     except InvalidInput as exc:
                         tally.fail(f"{conversation.id}: {turn.key or 'a turn'}", str(exc))
                 if len(batch) >= IMPORT_BATCH:
@@ -391,6 +390,11 @@ class Memoro:
         user_id = check_user(user_id)
         if not isinstance(query, str):
             raise InvalidInput("the query must be a string")
+        if len(query) > MAX_QUERY_CHARS:
+            raise InvalidInput(f"a query is at most {MAX_QUERY_CHARS:,} characters")
+        query = inputs.clean_text(query)
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise InvalidInput("limit must be a whole number")
         if not 1 <= limit <= MAX_SEARCH_LIMIT:
             raise InvalidInput(f"limit must be between 1 and {MAX_SEARCH_LIMIT}")
         try:
@@ -424,7 +428,20 @@ class Memoro:
     def index_pending(self, progress: Callable[[int], None] | None = None) -> int:
         """Run due background jobs of every user in this thread until none
         is left; ``progress`` gets the number of jobs per batch."""
+        self.warn_if_cannot_run_jobs()
         return self.worker.run_until_idle(progress)
+
+    def warn_if_cannot_run_jobs(self) -> None:
+        """Say so, once, when the store's database role may not run the job
+        queue (on PostgreSQL, a role that is not a member of memoro_worker
+        sees no job, so a worker there would wait forever)."""
+        if not getattr(self.store, "runs_jobs", True) and not self._warned:
+            self._warned = True
+            log.warning(
+                "this database role is not a member of memoro_worker: it cannot index turns"
+                " or purge deleted conversations; run `memoro worker` as a member"
+                " (docs/deploy.md)"
+            )
 
     def pending_jobs(self, user_id: str | None = None) -> int:
         """Jobs waiting or running (of one user, or of everyone)."""
@@ -519,31 +536,32 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _checked_turn(turn: NewTurn, *, keyed: bool = False) -> NewTurn:
-    """``turn`` if it can be stored (with a key from its content when
-    ``keyed`` and it has none), else InvalidInput."""
+def _checked_turn(turn: NewTurn, at: object, *, keyed: bool = False) -> NewTurn:
+    """``turn``, ended ``at`` (as the caller wrote it: a datetime, an ISO
+    8601 string or None for now), as the input policy (memoro.inputs) stores
+    it — with a key from its content when ``keyed`` and it has none — else
+    InvalidInput."""
     conversation_id = check_conversation(turn.conversation_id)
+    key = None if turn.key is None else inputs.check_id(turn.key, "turn key")
     question, answer = turn.question, turn.answer
     if not isinstance(question, str) or not isinstance(answer, str):
         raise InvalidInput("question and answer must be strings")
     if len(question) + len(answer) > MAX_TURN_CHARS:
         raise InvalidInput(f"a turn holds at most {MAX_TURN_CHARS:,} characters")
+    question, answer = inputs.clean_text(question), inputs.clean_text(answer)
     if not (question.strip() or answer.strip()):
         raise InvalidInput("a turn needs a question or an answer")
-    at = turn.at or _now()
-    if not isinstance(at, datetime):
-        raise InvalidInput("a turn's time must be a datetime")
-    at = at if at.tzinfo else at.replace(tzinfo=UTC)
-    key = turn.key
+    given = inputs.turn_time(at)
     if key is None and keyed:
-        content = json.dumps([conversation_id, question, answer, turn.at and at.isoformat()])
+        stamp = given.isoformat() if given else None
+        content = json.dumps([conversation_id, question, answer, stamp])
         key = "import:" + hashlib.sha256(content.encode()).hexdigest()
     title = turn.title
     if title is not None:
         if not isinstance(title, str):
             raise InvalidInput("a conversation's title must be a string")
-        title = " ".join(block.without_controls(title).split())[:MAX_TITLE] or None
-    return NewTurn(conversation_id, question, answer, at, key, title)
+        title = " ".join(inputs.clean_text(title).split())[:MAX_TITLE] or None
+    return NewTurn(conversation_id, question, answer, given or _now(), key, title)
 
 
 def _rejection(new: str, current: str | None) -> WriteResult:

@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from memoro import block
-from memoro.errors import UnknownTool
+from memoro import block, inputs
+from memoro.errors import InvalidInput, UnknownTool
 from memoro.models import DeleteResult, Outcome, SearchHits, Writer, WriteResult
 from memoro.prompt import memory_section
 
@@ -261,18 +261,19 @@ def _arguments(tool: Tool, arguments: Mapping[str, Any] | str | None) -> dict[st
             raise _BadArguments(f"the arguments are not valid JSON ({exc.msg})") from None
     if not isinstance(arguments, Mapping):
         raise _BadArguments("the arguments must be a JSON object")
+    args: dict[str, Any] = inputs.clean_json(arguments)  # text as on every path (D5)
     known = tool.parameters["properties"]
-    unknown = sorted(set(arguments) - set(known))
+    unknown = sorted(set(args) - set(known))
     if unknown:
         raise _BadArguments(
             f"unknown argument(s) {', '.join(unknown)}; {tool.name} takes only"
             f" {', '.join(known) or 'no arguments'}. The user is always the one in this"
             " conversation and cannot be chosen"
         )
-    missing = [name for name in tool.parameters["required"] if name not in arguments]
+    missing = [name for name in tool.parameters["required"] if name not in args]
     if missing:
         raise _BadArguments(f"missing argument(s): {', '.join(missing)}")
-    return dict(arguments)
+    return args
 
 
 def execute(
@@ -292,5 +293,5 @@ def execute(
     try:
         args = _arguments(tool, arguments)
         return ToolResult(tool.run(memoro, user_id, args))
-    except _BadArguments as exc:
+    except (_BadArguments, InvalidInput) as exc:
         return ToolResult(f"Error: {exc}. Nothing was changed.", is_error=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,28 @@ from memoro.store.sqlite import SqliteStore
 from memoro.testing import HashEmbedder
 
 VECTORS = Path(__file__).parent / "vectors" / "block-text.json"
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the reliability benchmark's quick run at once when its test is
+    selected: it is a process of its own and mostly waits on others, so it
+    overlaps the rest of the suite (tests/test_reliability.py waits for it)."""
+    if any(item.path.name == "test_reliability.py" for item in session.items):
+        from tests import test_reliability
+
+        results = Path(tempfile.mkdtemp(prefix="memoro-reliability-")) / "results.json"
+        session.config.reliability_run = (  # type: ignore[attr-defined]
+            test_reliability.start(results),
+            results,
+        )
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop the quick run if the session ends without waiting for it."""
+    run = getattr(session.config, "reliability_run", None)
+    if run is not None and run[0].poll() is None:
+        run[0].kill()
+        run[0].communicate()
 
 
 def block_vectors() -> list[dict[str, Any]]:
@@ -31,11 +54,19 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
 
 
 @pytest.fixture(scope="session")
-def postgres() -> Iterator[tuple[str, str]]:
-    """(superuser URL, memoro's URL) of a real PostgreSQL for the session."""
+def postgres_server() -> Iterator[Any]:
+    """A real PostgreSQL for the session, with its owner, worker and app roles."""
     from tests import postgres as pg
 
     yield from pg.start()
+
+
+@pytest.fixture(scope="session")
+def postgres(postgres_server: Any) -> tuple[str, str]:
+    """(superuser URL, memoro's URL): memoro connects as the worker role,
+    which serves and indexes, as a server running its own worker does; the
+    app role of servers that leave indexing to workers is tested apart."""
+    return postgres_server.admin, postgres_server.worker
 
 
 @pytest.fixture(params=["sqlite", "postgres", "postgres-superuser"])
@@ -80,11 +111,11 @@ def _backend(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     from memoro.store.postgres import PostgresStore
     from tests import postgres as pg
 
-    admin, app = request.getfixturevalue("postgres")
+    admin, url = request.getfixturevalue("postgres")
     pg.clean(admin)
     # "postgres-superuser" connects as the superuser, which row-level security does
     # not restrict: every query must still keep to its own user by itself
-    return PostgresStore(admin if request.param == "postgres-superuser" else app)
+    return PostgresStore(admin if request.param == "postgres-superuser" else url)
 
 
 @pytest.fixture

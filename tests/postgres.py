@@ -7,15 +7,15 @@ from collections.abc import Iterator
 
 import psycopg
 
-from memoro.store.local_postgres import OWNER_ROLE, as_role, in_database, running
+from memoro.store.local_postgres import OWNER_ROLE, LocalPostgres, as_role, in_database, running
 
 __all__ = ["OWNER_ROLE", "as_role", "clean", "in_database", "start"]
 
 
-def start() -> Iterator[tuple[str, str]]:
-    """Yield (superuser URL, memoro's URL) of a fresh, migrated server."""
+def start() -> Iterator[LocalPostgres]:
+    """A fresh, migrated server with its three roles."""
     with running() as server:
-        yield server.admin, server.app
+        yield server
 
 
 def clean(admin: str) -> None:

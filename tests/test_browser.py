@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from memoro.auth import Signer
 from memoro.service import Memoro
 from memoro.web.security import AuthConfig
 from tests.conftest import VECTORS
-from tests.web_server import running
+from tests.web_server import SECRET, running
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = [
@@ -175,23 +176,76 @@ def test_an_xss_payload_in_the_block_is_shown_as_text(
     assert page.locator("img").count() == 0
 
 
+def open_then_delete(page: Page, url: str, conversation: str, shown: str) -> None:
+    """On the Conversations page: open ``conversation``, see ``shown``, delete it."""
+    page.goto(f"{url}/conversations")
+    expect(page.locator("body")).to_have_attribute("data-ready", "true")
+    row = page.locator(f"li[data-id='{conversation}']")
+    row.get_by_role("button", name="Open").click()
+    expect(page.locator("#turn-list")).to_contain_text(shown)
+    row.get_by_role("button", name="Delete").click()
+    page.locator("#confirm-delete").get_by_role("button", name="Delete").click()
+    expect(row).to_have_count(0)
+
+
 def test_a_deleted_conversation_disappears_from_the_page_and_from_search(
     page: Page, url: str, service: Memoro
 ) -> None:
     service.record_turn(USER, "holiday", "Plan my trip to Kyoto", "Temples first.")
     service.record_turn(USER, "work", "Quarterly report outline", "Sections A to D.")
     service.index_pending()
-    page.goto(f"{url}/conversations")
-    expect(page.locator("body")).to_have_attribute("data-ready", "true")
-    row = page.locator("li[data-id='holiday']")
-    row.get_by_role("button", name="Open").click()
-    expect(page.locator("#turn-list")).to_contain_text("Plan my trip to Kyoto")
-    row.get_by_role("button", name="Delete").click()
-    page.locator("#confirm-delete").get_by_role("button", name="Delete").click()
-    expect(page.locator("li[data-id='holiday']")).to_have_count(0)
+    open_then_delete(page, url, "holiday", "Plan my trip to Kyoto")
     expect(page.locator("li[data-id='work']")).to_have_count(1)
     assert all(hit.conversation_id == "work" for hit in service.search(USER, "Kyoto trip"))
     assert [c.id for c in service.list_conversations(USER)] == ["work"]
+
+
+def test_a_conversation_whose_id_has_a_slash_opens_and_deletes_on_the_page(
+    page: Page, url: str, service: Memoro
+) -> None:
+    service.record_turn(USER, "notes/2025/may", "Where did we park?", "Level 3, row B.")
+    open_then_delete(page, url, "notes/2025/may", "Level 3, row B.")
+    expect(page.locator("#status")).to_contain_text('Deleted "notes/2025/may".')
+    assert service.list_conversations(USER) == []
+
+
+def test_a_link_from_another_site_cannot_switch_the_signed_in_account(
+    page: Page, service: Memoro
+) -> None:
+    """Login CSRF: a cross-site link to /login with another user's token asks
+    before switching, and the page keeps showing the signed-in user."""
+    service.write_block("ann", "Ann's own memory", writer="user")
+    service.write_block("mallory", "Mallory's planted memory", writer="user")
+    signer = Signer(SECRET)
+    with running(service, AuthConfig.build("token", SECRET, "local")) as base:
+        lure = f'<a id="lure" href="{base}/login?token={signer.issue("mallory")}">prize</a>'
+        page.route(
+            "http://attacker.test/**",
+            lambda route: route.fulfill(body=lure, content_type="text/html"),
+        )
+        page.goto(f"{base}/login?token={signer.issue('ann')}")
+        expect(page.locator("body")).to_have_attribute("data-ready", "true")
+        expect(page.locator("#block")).to_have_value("Ann's own memory")
+
+        page.goto("http://attacker.test/")
+        page.locator("#lure").click()
+        expect(page.get_by_role("heading", name="Switch account?")).to_be_visible()
+        expect(page.locator("main")).to_contain_text("signed in to memoro as ann")
+        page.get_by_role("link", name="Stay signed in as ann").click()
+        expect(page.locator("#block")).to_have_value("Ann's own memory")
+
+        page.goto("http://attacker.test/")
+        page.locator("#lure").click()
+        page.get_by_role("button", name="Switch to mallory").click()
+        expect(page.locator("#block")).to_have_value("Mallory's planted memory")
+
+
+def test_a_bad_login_link_shows_a_readable_page(page: Page, service: Memoro) -> None:
+    with running(service, AuthConfig.build("token", SECRET, "local")) as base:
+        response = page.goto(f"{base}/login?token={Signer(SECRET).issue('ann', ttl=-5)}")
+        assert response is not None and response.status == 401
+        expect(page.get_by_role("heading")).to_have_text("This sign-in link does not work")
+        expect(page.locator("main")).to_contain_text("The token has expired.")
 
 
 def test_the_page_is_usable_on_a_phone_sized_screen(browser: Browser, url: str) -> None:

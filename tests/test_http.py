@@ -3,6 +3,9 @@ isolation between users, preconditions, limits and error shapes."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 from collections.abc import Iterator
 
@@ -153,6 +156,74 @@ def test_an_oversized_body_is_413(token_server: str) -> None:
     assert response.status_code == 413 and response.json()["error"]["code"] == "too_large"
 
 
+def test_a_chunked_body_over_4_mib_is_413_and_stores_nothing(
+    token_server: str, service: Memoro
+) -> None:
+    def chunks() -> Iterator[bytes]:  # no Content-Length: Transfer-Encoding chunked
+        yield b'{"conversation": "c", "question": "'
+        for _ in range(5):
+            yield b"x" * (1024 * 1024)
+        yield b'", "answer": "a"}'
+
+    with client(token_server, "ann") as http:
+        response = http.post(
+            "/v1/turns", content=chunks(), headers={"Content-Type": "application/json"}
+        )
+        assert "content-length" not in response.request.headers
+        assert response.status_code == 413 and response.json()["error"]["code"] == "too_large"
+        small = http.post(
+            "/v1/turns",
+            content=iter([b'{"conversation": "c", ', b'"question": "q", "answer": "a"}']),
+            headers={"Content-Type": "application/json"},
+        )
+        assert small.status_code == 201  # a small chunked body is read whole
+    assert [t.question for t in service.conversation_turns("ann", "c")] == ["q"]
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [
+        b"[1, 2]",
+        b'"ann"',
+        b"17",
+        b"null",
+        b'{"sub": "a\\u0000b", "exp": 9999999999, "kind": "user"}',
+    ],
+    ids=["array", "string", "number", "null", "control-in-user"],
+)
+def test_a_validly_signed_token_with_claims_memoro_cannot_use_is_401(
+    token_server: str, claims: bytes
+) -> None:
+    body = base64.urlsafe_b64encode(claims).rstrip(b"=").decode()
+    mac = hmac.new(SECRET.encode(), f"v1.{body}".encode(), hashlib.sha256).digest()
+    token = f"v1.{body}.{base64.urlsafe_b64encode(mac).rstrip(b'=').decode()}"
+    with client(token_server, token=token) as http:
+        response = http.get("/v1/memory")
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "unauthorized"
+    assert response.headers["WWW-Authenticate"] == 'Bearer realm="memoro", error="invalid_token"'
+
+
+def test_every_401_says_how_to_authenticate(token_server: str) -> None:
+    bare = 'Bearer realm="memoro"'
+    with client(token_server) as http:
+        assert http.get("/v1/memory").headers["WWW-Authenticate"] == bare
+        page = http.get("/memory")
+        assert page.status_code == 401 and page.headers["WWW-Authenticate"] == bare
+        mcp = http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        assert mcp.status_code == 401 and mcp.headers["WWW-Authenticate"] == bare
+    with client(token_server, token="not-a-token") as http:
+        assert http.get("/v1/memory").headers["WWW-Authenticate"].endswith('"invalid_token"')
+
+
+def test_a_405_lists_every_method_the_path_has(token_server: str) -> None:
+    with client(token_server, "ann") as http:
+        memory = http.patch("/v1/memory", json={})
+        conversation = http.put("/v1/conversations/a/b", json={})
+    assert memory.status_code == 405 and memory.headers["Allow"] == "DELETE, GET, PUT"
+    assert conversation.status_code == 405 and conversation.headers["Allow"] == "DELETE, GET"
+
+
 def test_a_body_that_is_not_json_is_refused(token_server: str) -> None:
     with client(token_server, "ann") as http:
         response = http.put("/v1/memory", content="block=x", headers={"Content-Type": "text/plain"})
@@ -195,9 +266,18 @@ def test_the_prompt_and_tool_calls_over_http(token_server: str) -> None:
         assert "conversation_search" in names
 
 
+def sign_in(browser: httpx.Client, token: str) -> httpx.Response:
+    """Follow a /login link as a browser does: the page posts the token back."""
+    landing = browser.get("/login", params={"token": token})
+    assert landing.status_code == 200 and "data-auto-submit" in landing.text
+    return browser.post(
+        "/login", data={"token": token}, headers={"Origin": str(browser.base_url).rstrip("/")}
+    )
+
+
 def test_a_session_cookie_needs_the_csrf_header_for_writes(token_server: str) -> None:
     with httpx.Client(base_url=token_server, timeout=10) as browser:
-        login = browser.get("/login", params={"token": SIGNER.issue("ann")})
+        login = sign_in(browser, SIGNER.issue("ann"))
         assert login.status_code == 303 and "memoro_session" in browser.cookies
         page = browser.get("/memory")
         csrf = page.text.split('name="csrf-token" content="')[1].split('"')[0]
@@ -205,6 +285,38 @@ def test_a_session_cookie_needs_the_csrf_header_for_writes(token_server: str) ->
         assert browser.put("/v1/memory", json={"block": "x"}).status_code == 403
         ok = browser.put("/v1/memory", json={"block": "x"}, headers={"X-CSRF-Token": csrf})
         assert ok.status_code == 200
+
+
+def test_signing_in_as_another_user_over_a_session_needs_the_sessions_confirmation(
+    token_server: str, service: Memoro
+) -> None:
+    service.write_block("ann", "Ann's block", writer="user")
+    service.write_block("mallory", "Mallory's block", writer="user")
+    mallory = SIGNER.issue("mallory")
+    with httpx.Client(base_url=token_server, timeout=10) as browser:
+        sign_in(browser, SIGNER.issue("ann"))
+        ann_session = browser.cookies["memoro_session"]
+        origin = {"Origin": token_server}
+        asked = browser.post("/login", data={"token": mallory}, headers=origin)
+        assert asked.status_code == 200 and "Switch account?" in asked.text
+        forged = {"token": mallory, "switch": "yes", "csrf": "guessed"}
+        assert "Switch account?" in browser.post("/login", data=forged, headers=origin).text
+        cross_site = browser.post("/login", data=forged, headers={"Origin": "https://evil.example"})
+        assert cross_site.status_code == 403
+        assert browser.cookies["memoro_session"] == ann_session
+        assert browser.get("/v1/memory").json()["block"] == "Ann's block"
+        csrf = asked.text.split('name="csrf" value="')[1].split('"')[0]
+        confirmed = {"token": mallory, "switch": "yes", "csrf": csrf}
+        assert browser.post("/login", data=confirmed, headers=origin).status_code == 303
+        assert browser.get("/v1/memory").json()["block"] == "Mallory's block"
+
+
+def test_a_bad_login_link_is_a_readable_page_not_json(token_server: str) -> None:
+    for token in ("garbage", SIGNER.issue("ann", ttl=-5), ""):
+        page = httpx.get(f"{token_server}/login", params={"token": token}, timeout=10)
+        assert page.status_code == 401
+        assert page.headers["content-type"].startswith("text/html")
+        assert "This sign-in link does not work" in page.text and '"error"' not in page.text
 
 
 def test_a_write_from_another_site_is_refused(local_server: str) -> None:

@@ -3,6 +3,7 @@ subprocess) and over streamable HTTP (a real socket)."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -10,9 +11,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import httpx2
 import pytest
+from anyio.streams.text import TextReceiveStream
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -121,6 +124,88 @@ async def test_over_stdio_with_a_real_subprocess(tmp_path: Path) -> None:
         assert resource.contents[0].text.endswith("Editor: vim")
     with Memoro.open(tmp_path, embedder=None, worker=False) as check:
         assert check.read_block("desk").text == "Editor: vim"  # type: ignore[union-attr]
+
+
+SURROGATE_CALLS = [
+    ("memory_write", '{"block": "Editor: vim\\udcff"}'),
+    ("conversation_search", '{"query": "\\ud800"}'),
+    ("memory_write", '{"\\udfff": 1}'),
+]
+
+
+def _rpc(id_: int, name: str, arguments: str) -> str:
+    params = f'{{"name": "{name}", "arguments": {arguments}}}'
+    return f'{{"jsonrpc": "2.0", "id": {id_}, "method": "tools/call", "params": {params}}}'
+
+
+async def test_over_stdio_a_lone_surrogate_in_arguments_is_answered_like_everywhere(
+    tmp_path: Path,
+) -> None:
+    """The SDK's parser refuses the escape and used to drop the message: the
+    host waited forever. Each call is now answered, as the HTTP API answers."""
+    env = {
+        **os.environ,
+        "MEMORO_HOME": str(tmp_path),
+        "MEMORO_EMBEDDER": "keyword",
+        "MEMORO_LOCAL_USER": "desk",
+    }
+    proc = await anyio.open_process([sys.executable, "-m", "memoro", "mcp"], env=env)
+    assert proc.stdin is not None and proc.stdout is not None
+    lines = TextReceiveStream(proc.stdout)
+    buffered = ""
+
+    async def answer() -> dict[str, Any]:
+        nonlocal buffered
+        with anyio.fail_after(30):
+            while "\n" not in buffered:
+                buffered += await lines.receive()
+        line, buffered = buffered.split("\n", 1)
+        reply: dict[str, Any] = json.loads(line)
+        return reply
+
+    async def send(text: str) -> None:
+        await proc.stdin.send((text + "\n").encode())  # type: ignore[union-attr]
+
+    try:
+        client = {"name": "raw", "version": "1"}
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
+        await send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}))
+        assert "result" in await answer()
+        await send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+        texts = []
+        for i, (name, arguments) in enumerate(SURROGATE_CALLS, 1):
+            await send(_rpc(i, name, arguments))
+            reply = await answer()
+            assert reply["id"] == i
+            texts.append(reply["result"]["content"][0]["text"])
+    finally:
+        proc.kill()
+        await proc.aclose()
+    assert texts[0].startswith("Saved.") and "+ Editor: vim\n" in texts[0]
+    assert texts[1] == "Error: 'query' must be a non-empty string. Nothing was changed."
+    assert texts[2].startswith("Error: unknown argument(s)")
+    with Memoro.open(tmp_path, embedder=None, worker=False) as check:
+        assert check.read_block("desk").text == "Editor: vim"  # type: ignore[union-attr]
+        expected = [check.execute_tool("other", n, json.loads(a)).text for n, a in SURROGATE_CALLS]
+    assert [texts[1], texts[2]] == expected[1:]
+
+
+def test_over_http_a_lone_surrogate_in_arguments_is_answered_as_over_stdio(
+    token_url: str,
+) -> None:
+    headers = {
+        "Authorization": f"Bearer {Signer(SECRET).issue('ann')}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    for i, (name, arguments) in enumerate(SURROGATE_CALLS, 1):
+        response = httpx.post(
+            f"{token_url}/mcp", content=_rpc(i, name, arguments), headers=headers, timeout=10
+        )
+        assert response.status_code == 200, response.text
+        text = response.json()["result"]["content"][0]["text"]
+        assert text.startswith(("Saved.", "Error: 'query' must", "Error: unknown argument"))
 
 
 @pytest.fixture

@@ -12,15 +12,16 @@ import pytest
 
 from memoro.errors import MigrationError
 from memoro.models import AuditRecord, NewTurn, Operation, Writer
+from memoro.store import migrations
 from memoro.store.postgres import PostgresStore, migrate
 from tests import postgres as pg
 
 
 @pytest.fixture
 def store(postgres: tuple[str, str]) -> Iterator[PostgresStore]:
-    admin, app = postgres
+    admin, url = postgres
     pg.clean(admin)
-    backend = PostgresStore(app)
+    backend = PostgresStore(url)
     for user in ("ann", "bob"):
         with backend.block_transaction(user) as tx:
             tx.put(f"{user}'s block", AuditRecord(Writer.USER, Operation.WRITE, (), ("x",), 0, 1))
@@ -64,13 +65,15 @@ def test_migrations_run_once(postgres: tuple[str, str]) -> None:
     migrate(admin)  # already applied by the session fixture: nothing happens
     with psycopg.connect(admin) as conn:
         rows = conn.execute("SELECT version, name FROM schema_migrations").fetchall()
-    assert rows == [
-        (1, "block"),
-        (2, "history"),
-        (3, "keywords"),
-        (4, "queue_lanes"),
-        (5, "conversation_titles"),
+    assert [name for _, name in rows] == [
+        "block",
+        "history",
+        "keywords",
+        "roles",
+        "queue_lanes",
+        "conversation_titles",
     ]
+    assert len(rows) == len(migrations.load("postgres"))
 
 
 def test_past_conversations_are_behind_the_same_wall(postgres: tuple[str, str]) -> None:
@@ -78,9 +81,9 @@ def test_past_conversations_are_behind_the_same_wall(postgres: tuple[str, str]) 
     from memoro.settings import Settings
     from memoro.testing import HashEmbedder
 
-    admin, app = postgres
+    admin, url = postgres
     pg.clean(admin)
-    memoro = Memoro(PostgresStore(app), Settings(home="."), embedder=HashEmbedder(), worker=False)
+    memoro = Memoro(PostgresStore(url), Settings(home="."), embedder=HashEmbedder(), worker=False)
     memoro.record_turn("ann", "c1", "ann's secret heron", "ok")
     memoro.record_turn("bob", "c1", "bob's secret heron", "ok")
     memoro.index_pending()
@@ -108,10 +111,10 @@ def test_per_user_semantic_search_is_exact_for_many_users(postgres: tuple[str, s
     from memoro.settings import Settings
     from memoro.testing import HashEmbedder
 
-    admin, app = postgres
+    admin, url = postgres
     pg.clean(admin)
     embedder = HashEmbedder(dim=32)
-    memoro = Memoro(PostgresStore(app), Settings(home="."), embedder=embedder, worker=False)
+    memoro = Memoro(PostgresStore(url), Settings(home="."), embedder=embedder, worker=False)
     rng = np.random.default_rng(1)
     shared = [f"w{i}" for i in range(40)]
     texts: dict[str, list[str]] = {}
@@ -159,9 +162,9 @@ def test_workers_on_threads_index_every_turn_exactly_once(postgres: tuple[str, s
     from memoro.history.worker import Worker
     from memoro.testing import HashEmbedder
 
-    admin, app = postgres
+    admin, url = postgres
     pg.clean(admin)
-    store = PostgresStore(app, max_size=8)
+    store = PostgresStore(url, max_size=8)
     turns = [
         store.record_turns(f"user{i % 7}", [NewTurn(f"c{i % 3}", f"turn {i}", "ok")])[0]
         for i in range(120)
@@ -184,12 +187,12 @@ def test_the_cli_runs_on_postgresql(postgres: tuple[str, str]) -> None:
 
     from memoro.cli import cli
 
-    admin, app = postgres
+    admin, url = postgres
     pg.clean(admin)
     runner = CliRunner()
     migrated = runner.invoke(cli, ["migrate"], env={"MEMORO_DATABASE_URL": admin})
     assert migrated.exit_code == 0 and "up to date" in migrated.stdout
-    env = {"MEMORO_DATABASE_URL": app, "MEMORO_EMBEDDER": "keyword"}
+    env = {"MEMORO_DATABASE_URL": url, "MEMORO_EMBEDDER": "keyword"}
     assert (
         runner.invoke(cli, ["memory", "set", "-u", "ann"], input="Name: Ann", env=env).exit_code
         == 0
@@ -241,10 +244,10 @@ def test_notify_wakes_an_idle_worker_in_another_process(postgres: tuple[str, str
     seconds was announced by NOTIFY."""
     import time
 
-    admin, app = postgres
+    admin, url = postgres
     pg.clean(admin)
-    store = PostgresStore(app)
-    with _worker(app, delay=0, lease=60, poll=60) as proc:
+    store = PostgresStore(url)
+    with _worker(url, delay=0, lease=60, poll=60) as proc:
         try:
             _listening(admin, 1)
             time.sleep(0.2)  # past its first look at the queue
@@ -268,11 +271,11 @@ def test_four_worker_processes_index_2000_turns_exactly_once(postgres: tuple[str
     import signal
     import time
 
-    admin, app = postgres
+    admin, url = postgres
     pg.clean(admin)
-    store = PostgresStore(app, max_size=4)
-    victim = _worker(app, delay=0.2, lease=2, poll=1)
-    procs = [victim] + [_worker(app, delay=0.002, lease=2, poll=1) for _ in range(3)]
+    store = PostgresStore(url, max_size=4)
+    victim = _worker(url, delay=0.2, lease=2, poll=1)
+    procs = [victim] + [_worker(url, delay=0.002, lease=2, poll=1) for _ in range(3)]
 
     def record(numbers: range) -> list[Any]:
         return [
@@ -373,13 +376,13 @@ def test_keyword_search_ranks_as_on_sqlite(postgres: tuple[str, str], tmp_path: 
     from memoro.settings import Settings
     from memoro.store.sqlite import SqliteStore
 
-    admin, app = postgres
+    admin, url = postgres
     pg.clean(admin)
     backends = [
         Memoro(
             SqliteStore(tmp_path / "m.db"), Settings(home=tmp_path), embedder=None, worker=False
         ),
-        Memoro(PostgresStore(app), Settings(home=tmp_path), embedder=None, worker=False),
+        Memoro(PostgresStore(url), Settings(home=tmp_path), embedder=None, worker=False),
     ]
     for memoro in backends:
         for user, conversation, question, answer in _corpus(7):
@@ -456,8 +459,8 @@ def test_migration_3_gives_older_chunks_their_keywords(
 def test_a_role_that_bypasses_row_level_security_is_warned_about(
     postgres: tuple[str, str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    admin, app = postgres
-    PostgresStore(app).close()
+    admin, url = postgres
+    PostgresStore(url).close()
     assert not [r for r in caplog.records if "row-level security" in r.getMessage()]
     PostgresStore(admin).close()
     (warning,) = [r for r in caplog.records if "row-level security" in r.getMessage()]
@@ -477,10 +480,10 @@ def _fresh_database(admin: str, name: str) -> str:
 def test_an_empty_database_is_migrated_at_start_when_the_role_may(
     postgres: tuple[str, str],
 ) -> None:
-    admin, app = postgres
+    admin, url = postgres
     name = _fresh_database(admin, "memoro_fresh")
     with pytest.raises(MigrationError, match="run `memoro migrate` as the role"):
-        PostgresStore(pg.in_database(app, name))  # the app role may not create tables
+        PostgresStore(pg.in_database(url, name))  # memoro's role may not create tables
     store = PostgresStore(pg.in_database(pg.as_role(admin, pg.OWNER_ROLE), name))
     with store.block_transaction("ann") as tx:
         tx.put("Name: Ann", AuditRecord(Writer.USER, Operation.WRITE, (), ("Name: Ann",), 0, 1))

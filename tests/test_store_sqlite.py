@@ -9,23 +9,30 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import pytest
 
+from memoro.auth import Signer
 from memoro.errors import MigrationError
 from memoro.models import Writer
 from memoro.service import Memoro
 from memoro.settings import Settings
 from memoro.store import migrations
 from memoro.store.sqlite import SqliteStore
+from tests.web_server import SECRET, free_port
 
 
 def _all_bytes(home: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(home.iterdir()) if p.is_file())
 
 
-def test_after_clear_no_text_of_the_block_is_left_in_the_database_file(tmp_path: Path) -> None:
+def test_after_clear_no_text_of_the_block_is_left_in_any_file_while_the_store_is_open(
+    tmp_path: Path,
+) -> None:
     store = SqliteStore(tmp_path / "memoro.db")
     memoro = Memoro(store, Settings(home=tmp_path), embedder=None, worker=False)
     secrets = [f"SECRET-{i}-tracker-account-zq{i}x" for i in range(6)]
@@ -36,13 +43,93 @@ def test_after_clear_no_text_of_the_block_is_left_in_the_database_file(tmp_path:
     assert all(s.encode() in _all_bytes(tmp_path) for s in secrets)
 
     memoro.delete_block("ann", writer=Writer.USER)
-    store.checkpoint()
-    store.close()
-
+    # no checkpoint by hand: the delete truncated the WAL, which held the text
+    assert (tmp_path / "memoro.db-wal").stat().st_size == 0
     data = _all_bytes(tmp_path)
     assert b"SECRET-" not in data
     assert b"tracker-account" not in data
     assert b"bob's own line" in data  # another user's block is untouched
+    store.close()
+    assert b"SECRET-" not in _all_bytes(tmp_path)
+
+
+def test_memoro_serve_keeps_no_deleted_text_in_any_file_running_or_stopped(
+    tmp_path: Path,
+) -> None:
+    """Through a real `memoro serve`: after DELETE /v1/memory and a purged
+    conversation, no byte of them is in memoro.db, -wal or -shm while the
+    server runs, nor after it stops on SIGTERM."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "MEMORO_HOME": str(tmp_path),
+        "MEMORO_EMBEDDER": "keyword",
+        "MEMORO_AUTH": "token",
+        "MEMORO_SECRET": SECRET,
+    }
+    command = [sys.executable, "-m", "memoro", "serve", "--port", str(port)]
+    token = Signer(SECRET).issue("ann")
+    server = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
+    with (
+        _killed_at_the_end(server),
+        httpx.Client(
+            base_url=f"http://127.0.0.1:{port}",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=10,
+        ) as http,
+    ):
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if http.get("/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline and server.poll() is None, "serve did not start"
+            time.sleep(0.05)
+        assert http.put("/v1/memory", json={"block": "Badge: QUOKKA-7731"}).status_code == 200
+        for i in range(3):
+            turn = {"conversation": "gone", "question": f"WOMBAT-{i} note", "answer": "kept"}
+            assert http.post("/v1/turns", json=turn).status_code == 201
+        http.post("/v1/turns", json={"conversation": "stays", "question": "plain", "answer": "x"})
+        while len(http.get("/v1/search", params={"q": "wombat note"}).json()["hits"]) != 3:
+            assert time.monotonic() < deadline, "the turns were never indexed"
+            time.sleep(0.05)
+        assert b"QUOKKA" in _all_bytes(tmp_path) or b"WOMBAT" in _all_bytes(tmp_path)
+
+        assert http.delete("/v1/memory").json()["deleted"] is True
+        assert http.delete("/v1/conversations/gone").status_code == 204
+        wal = tmp_path / "memoro.db-wal"
+        # the purge commits, then checkpoints: the WAL is empty once it is done
+        while _count(tmp_path, "SELECT count(*) FROM jobs") or wal.stat().st_size:
+            assert time.monotonic() < deadline, "the conversation was never purged"
+            time.sleep(0.05)
+        running = _all_bytes(tmp_path)
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(30) == 0
+    stopped = _all_bytes(tmp_path)
+    for data in (running, stopped):
+        assert b"QUOKKA" not in data and b"WOMBAT" not in data
+        assert b"plain" in data  # what was not deleted is still there
+
+
+@contextmanager
+def _killed_at_the_end(process: subprocess.Popen[bytes]) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+
+
+def _count(home: Path, query: str) -> int:
+    probe = sqlite3.connect(f"file:{home / 'memoro.db'}?mode=ro", uri=True, timeout=30)
+    try:
+        found: int = probe.execute(query).fetchone()[0]
+        return found
+    finally:
+        probe.close()
 
 
 def test_a_dropped_line_survives_only_in_audit_entries_and_cut_to_200(tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 
@@ -15,7 +14,9 @@ import click
 from memoro.block import without_controls
 from memoro.cli._app import cli, open_memoro, print_json, read_stdin, user_option
 from memoro.cli._progress import Progress, duration, plural
+from memoro.errors import InvalidInput
 from memoro.history.fusion import Mode
+from memoro.inputs import turn_time
 from memoro.models import JobStatus
 from memoro.service import Memoro
 from memoro.tools import render_search
@@ -23,16 +24,14 @@ from memoro.tools import render_search
 TURN_FIELDS = ("conversation", "question", "answer", "at")
 
 
-def _parse_time(value: object, where: str) -> datetime | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise click.ClickException(f"{where}: 'at' must be an ISO 8601 time string")
+def _parse_time(value: object, where: str) -> str | None:
+    """``value`` once the service's rule accepts it (checked before anything
+    is stored); the service reads it again, as it does from every caller."""
     try:
-        at = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise click.ClickException(f"{where}: 'at' is not an ISO 8601 time: {value!r}") from None
-    return at if at.tzinfo else at.replace(tzinfo=UTC)
+        turn_time(value)
+    except InvalidInput as exc:
+        raise click.ClickException(f"{where}: {exc}") from None
+    return value if isinstance(value, str) else None
 
 
 quiet_option = click.option("--quiet", is_flag=True, help="No progress bar; only the summary line.")
@@ -214,6 +213,7 @@ def worker(ctx: click.Context, once: bool, quiet: bool) -> None:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    memoro.warn_if_cannot_run_jobs()
     click.echo(f"memoro worker {memoro.worker.name} running; Ctrl-C stops it.", err=True)
     memoro.worker.run_forever()
     click.echo("memoro worker stopped.", err=True)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ipaddress
+import signal
+from types import FrameType
 
 import click
 
@@ -10,6 +12,9 @@ from memoro.auth import DEFAULT_TTL, Signer
 from memoro.cli._app import cli
 from memoro.service import Memoro
 from memoro.settings import Settings
+
+MAX_HEAD = 1024 * 1024
+"""Bytes of request line and headers `memoro serve` reads (h11's default is 16 KB)."""
 
 
 def _is_loopback(host: str) -> bool:
@@ -74,10 +79,21 @@ def serve(ctx: click.Context, host: str, port: int) -> None:
     click.echo(f"  API reference:        http://{shown}:{port}/docs", err=True)
     if provider is not None:
         click.echo(f"  Chat page:            http://{shown}:{port}/chat", err=True)
+    # uvicorn stops gracefully on SIGTERM, then raises the signal again, which
+    # would end the process before memoro closes: end it with an exit instead
+    signal.signal(signal.SIGTERM, _exit)
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+        # a request line may be long: the API takes up to 20,000 characters of
+        # instructions in a query string, 240 KB once percent-encoded
+        uvicorn.run(
+            app, host=host, port=port, log_level="warning", h11_max_incomplete_event_size=MAX_HEAD
+        )
     finally:
         memoro.close()
+
+
+def _exit(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(0)
 
 
 @cli.group()

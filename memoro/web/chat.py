@@ -11,8 +11,11 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from memoro import inputs
 from memoro.agent import Agent, Provider
-from memoro.web.api import ErrorOut, Service
+from memoro.errors import InvalidInput
+from memoro.service import check_conversation
+from memoro.web.api import ID_SCHEMA, ErrorOut, Service
 from memoro.web.security import current_user
 
 router = APIRouter(prefix="/v1")
@@ -20,9 +23,13 @@ User = Annotated[str, Depends(current_user)]
 MAX_AGENTS = 1000
 
 
+MAX_MESSAGE = 100_000
+
+
 class ChatIn(BaseModel):
-    message: str = Field(min_length=1, max_length=100_000)
-    conversation: str | None = Field(default=None, max_length=255)
+    # checked in the route by memoro's one input policy (memoro.inputs)
+    message: str = Field(json_schema_extra={"minLength": 1, "maxLength": MAX_MESSAGE})
+    conversation: str | None = Field(default=None, json_schema_extra=ID_SCHEMA)
 
 
 class ToolUse(BaseModel):
@@ -72,8 +79,15 @@ def chat(body: ChatIn, request: Request, user: User, memoro: Service) -> Any:
             {"error": {"code": "no_model", "message": "no chat model is configured (MEMORO_LLM)"}},
             status_code=503,
         )
+    if len(body.message) > MAX_MESSAGE:
+        raise InvalidInput(f"a message is at most {MAX_MESSAGE:,} characters")
+    message = inputs.clean_text(body.message)
+    if not message.strip():
+        raise InvalidInput("a message needs a character other than whitespace")
+    if body.conversation is not None:
+        check_conversation(body.conversation)
     agent = agents.get(request, user, body.conversation)
-    result = agent.send(body.message)
+    result = agent.send(message)
     return ChatOut(
         conversation=agent.conversation_id,
         answer=result.answer,

@@ -55,7 +55,7 @@ def _host_name(host: str) -> str:
     return urlsplit(f"//{host}").hostname or ""
 
 
-def _check_origin(request: Request) -> None:
+def check_origin(request: Request) -> None:
     """Unsafe requests from a browser must come from this server's own pages."""
     if request.method not in UNSAFE:
         return
@@ -66,10 +66,17 @@ def _check_origin(request: Request) -> None:
         raise Forbidden("requests from other sites are refused")
 
 
+def www_authenticate(request: Request) -> str:
+    """The WWW-Authenticate header of a 401 (RFC 6750), with ``invalid_token``
+    when the request carried a token or session that was not accepted."""
+    sent = "authorization" in request.headers or SESSION_COOKIE in request.cookies
+    return 'Bearer realm="memoro"' + (', error="invalid_token"' if sent else "")
+
+
 def current_user(request: Request) -> str:
     """The authenticated user of this request, else Unauthorized (401)."""
     auth: AuthConfig = request.app.state.auth
-    _check_origin(request)
+    check_origin(request)
     if auth.mode == "local":
         # a DNS-rebinding page reaches us under its own host name: refuse it
         if _host_name(request.headers.get("host", "")) not in LOOPBACK_HOSTS:
@@ -97,7 +104,9 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class BodyLimit:
-    """Answer 413 to a request body over MAX_BODY bytes, declared or streamed."""
+    """Answer 413 to a request body over MAX_BODY bytes, declared or streamed
+    (chunked): the body is read whole before the app sees the request, so an
+    oversized one is refused before anything parses or stores it."""
 
     def __init__(self, app: ASGIApp, limit: int = MAX_BODY) -> None:
         self.app = app
@@ -111,24 +120,33 @@ class BodyLimit:
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
             await _too_large(send)
             return
+        chunks: list[bytes] = []
         seen = 0
-
-        async def limited() -> MutableMapping[str, Any]:
-            nonlocal seen
+        while True:
             message = await receive()
-            seen += len(message.get("body", b""))
+            if message["type"] != "http.request":
+                return  # the client went away before sending its body
+            chunks.append(message.get("body", b""))
+            seen += len(chunks[-1])
             if seen > self.limit:
-                raise _TooLarge
-            return message
+                await _too_large(send)
+                return
+            if not message.get("more_body", False):
+                break
+        whole: MutableMapping[str, Any] | None = {
+            "type": "http.request",
+            "body": b"".join(chunks),
+            "more_body": False,
+        }
 
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await _too_large(send)
+        async def replay() -> MutableMapping[str, Any]:
+            nonlocal whole
+            if whole is not None:
+                message, whole = whole, None
+                return message
+            return await receive()
 
-
-class _TooLarge(Exception):
-    pass
+        await self.app(scope, replay, send)
 
 
 async def _too_large(send: Send) -> None:

@@ -25,9 +25,10 @@ class SqliteStore(Blocks, History, Jobs):
     def path(self) -> Path:
         return self.db.path
 
-    def checkpoint(self) -> None:
-        """Move the WAL into the database file and truncate the WAL."""
-        self.db.checkpoint()
+    def checkpoint(self) -> bool:
+        """Move the WAL into the database file and truncate the WAL (done
+        after every delete-everything and purge)."""
+        return self.db.checkpoint()
 
     def close(self) -> None:
         self.vectors.forget()

@@ -4,6 +4,7 @@ and ``secure_delete`` so deleted text is overwritten in the file."""
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -13,6 +14,8 @@ from pathlib import Path
 
 from memoro.errors import MigrationError, StoreError
 from memoro.store import migrations
+
+log = logging.getLogger("memoro.store")
 
 _PRAGMAS = (
     "PRAGMA journal_mode = WAL",
@@ -80,9 +83,16 @@ class Database:
             conn.execute("ROLLBACK")
             raise StoreError(f"cannot commit to {self.path}: {exc}") from exc
 
-    def checkpoint(self) -> None:
-        """Move the WAL into the database file and truncate the WAL."""
-        self.connect().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    def checkpoint(self) -> bool:
+        """Move the WAL into the database file and truncate the WAL to zero
+        bytes. After a deletion this is what makes it true on disk (D4): the
+        WAL still holds the pages as they were before secure_delete zeroed
+        them. False when a reader kept it from finishing (after the 30 s the
+        busy handler waits); the next checkpoint finishes the job."""
+        busy = self.connect().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        if busy:
+            log.warning("the WAL of %s could not be truncated yet: a reader is busy", self.path)
+        return not busy
 
     def close(self) -> None:
         with self._lock:

@@ -27,6 +27,7 @@ class BlockTransaction:
     def __init__(self, conn: sqlite3.Connection, user_id: str) -> None:
         self._conn = conn
         self._user_id = user_id
+        self.deleted = False
 
     def current(self) -> StoredBlock | None:
         row = self._conn.execute(
@@ -53,6 +54,7 @@ class BlockTransaction:
             (self._user_id,),
         )
         self._record(audit, now())
+        self.deleted = True
 
     def restore(self, block: StoredBlock | None, audit: Sequence[AuditEntry]) -> bool:
         if (
@@ -102,7 +104,10 @@ class Blocks:
     @contextmanager
     def block_transaction(self, user_id: str) -> Iterator[BlockTransaction]:
         with self.db.write() as conn:
-            yield BlockTransaction(conn, user_id)
+            tx = BlockTransaction(conn, user_id)
+            yield tx
+        if tx.deleted:
+            self.db.checkpoint()  # the deleted text leaves the WAL too (D4)
 
     def list_audit(self, user_id: str, *, limit: int = 100) -> list[AuditEntry]:
         rows = self.db.connect().execute(

@@ -194,7 +194,8 @@ class History:
 
     def purge_conversation(self, job: Job, worker: str, conversation_id: str) -> bool:
         """Physically delete a deleted conversation: turns, chunks (with
-        their keyword terms) and vectors; secure_delete overwrites them."""
+        their keyword terms) and vectors; secure_delete overwrites them in
+        the file and a checkpoint truncates the WAL that held them."""
         user_id = job.user_id
         with self.db.write() as conn:
             if not jobs.finish(conn, job, worker):
@@ -222,6 +223,7 @@ class History:
                 (user_id, conversation_id),
             )
             _bump(conn, user_id)
+        self.db.checkpoint()  # the purged text leaves the WAL too (D4)
         return True
 
     # -- search ------------------------------------------------------------

@@ -1,0 +1,364 @@
+"""Reliability, measured by one command: every check on SQLite and on
+PostgreSQL (a local pgserver), one table of what was tried and what failed.
+
+    python benchmarks/reliability.py            # 1,000 kills, 32 clients × 60 s…
+    python benchmarks/reliability.py --quick    # CI: 50 kills, 8 clients × 3 s…
+    python benchmarks/reliability.py --database sqlite --json results.json
+
+The checks, each on a fresh database:
+
+- SIGKILL during block writes: a writer process is killed at a random moment,
+  again and again; the block is always one whole written version, no older
+  than the last acknowledged write, and the audit matches it.
+- SIGKILL of workers: 4 worker processes index the turns while the one that
+  holds a job is killed and replaced; each turn is indexed exactly once.
+- SIGKILL of `memoro serve` under load, restarted each time: every write it
+  acknowledged is there.
+- Deletion truth: after delete-everything and a purged conversation through
+  a running `memoro serve`, marker texts are searched in every file of the
+  database — SQLite's file, WAL and shared memory while the server runs and
+  after SIGTERM; PostgreSQL's heap, index and WAL files after the steps
+  docs/deploy.md gives an operator.
+- Mixed load: N clients × S seconds against `memoro serve` (prompt, turns,
+  block writes, searches, deletions); no error, no 5xx, and every posted turn
+  not deleted is found by search afterwards.
+- The bad-input corpus (benchmarks/_bad_input.py) through every interface.
+- Schemathesis against the OpenAPI document over real HTTP, every check on.
+
+Processes use the keyword embedder or the hash embedder (memoro.testing):
+these checks are about the database, the queue and the processes, and the
+machine's two cores are better spent on them than on the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import re
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+from _bad_input import corpus
+from _kills import block_writes, serve, workers
+from _place import Place, Row, place
+from _server import SECRET, serving, start, stop
+
+from memoro.auth import Signer
+
+GUIDE = Path(__file__).parent.parent / "docs" / "deploy.md"
+FULL = {
+    "kills": 1000,
+    "turns": 2000,
+    "worker_kills": 20,
+    "serve_kills": 20,
+    "clients": 32,
+    "seconds": 60.0,
+    "examples": 100,
+}
+QUICK = {
+    "kills": 50,
+    "turns": 150,
+    "worker_kills": 3,
+    "serve_kills": 2,
+    "clients": 8,
+    "seconds": 3.0,
+    "examples": 8,
+}
+
+
+def deletion_truth(where: Place, users: int = 10) -> Row:
+    """Markers of every user's block and one conversation, deleted through a
+    running `memoro serve`, then searched for in every database file."""
+    row = Row("deletion truth: deleted text in any database file, heap or WAL")
+    where.fresh()
+    signer = Signer(SECRET)
+    markers = [m for u in range(users) for m in (f"QUOKKA{u}x", f"WOMBAT{u}x")]
+    url, proc = start(where.env())
+    try:
+        for u in range(users):
+            with _client(url, signer.issue(f"user{u}")) as http:
+                http.put("/v1/memory", json={"block": f"Badge: QUOKKA{u}x"})
+                for i in range(3):
+                    turn = {"conversation": "gone", "question": f"WOMBAT{u}x {i}", "answer": "ok"}
+                    http.post("/v1/turns", json=turn)
+                http.post(
+                    "/v1/turns", json={"conversation": "kept", "question": "plain", "answer": "ok"}
+                )
+        _drained(where)
+        before = where.files_with([m.encode() for m in markers])
+        for u in range(users):
+            with _client(url, signer.issue(f"user{u}")) as http:
+                http.delete("/v1/memory")
+                http.delete("/v1/conversations/gone")
+        _drained(where)
+        _purged(where)
+        scans = {}
+        if where.data_dir is None:
+            scans["while serving"] = where.files_with([m.encode() for m in markers])
+    finally:
+        stop(proc)
+    if where.data_dir is None:
+        scans["after SIGTERM"] = where.files_with([m.encode() for m in markers])
+    else:
+        with psycopg.connect(where.admin or "", autocommit=True) as conn:
+            for statement in finishing_statements():
+                conn.execute(statement.encode())
+        scans["after the guide's steps"] = where.files_with([m.encode() for m in markers])
+    row.notes.append(f"before deleting, {len(before)} of {len(markers)} markers were on disk")
+    for when, found in scans.items():
+        row.tried += len(markers)
+        for marker, files in found.items():
+            row.fail(f"{when}: {marker.decode()} in {', '.join(files)}")
+    return row
+
+
+def finishing_statements() -> list[str]:
+    """The SQL docs/deploy.md tells an operator to run to finish a deletion."""
+    (block,) = re.findall(r"```sql\n(-- finish a deletion.*?)```", GUIDE.read_text(), re.S)
+    lines = [line for line in block.splitlines() if not line.startswith("--")]
+    return [s.strip() for s in " ".join(lines).split(";") if s.strip()]
+
+
+def _client(url: str, token: str) -> httpx.Client:
+    return httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
+
+
+def _drained(where: Place, seconds: float = 300) -> None:
+    deadline = time.monotonic() + seconds
+    while where.count("SELECT count(*) FROM jobs WHERE status <> 'failed'"):
+        if time.monotonic() > deadline:
+            raise SystemExit("the job queue did not drain")
+        time.sleep(0.05)
+
+
+def _purged(where: Place) -> None:
+    """Wait for the purges, and on SQLite for the checkpoint each one makes
+    right after its commit (the WAL is truncated to 0 bytes)."""
+    deadline = time.monotonic() + 60
+    wal = where.home / "memoro.db-wal"
+    while where.count("SELECT count(*) FROM conversations WHERE deleted_at IS NOT NULL") or (
+        where.url is None and wal.exists() and wal.stat().st_size
+    ):
+        if time.monotonic() > deadline:
+            return  # what is left is for the scan to find
+        time.sleep(0.05)
+
+
+def mixed_load(where: Place, clients: int, seconds: float) -> list[Row]:
+    """Clients, each its own user, drive `memoro serve` for ``seconds``."""
+    requests = Row(f"mixed load, {clients} clients × {seconds:.0f} s: requests (errors, 5xx)")
+    searchable = Row("mixed load: posted turns found by search afterwards")
+    where.fresh()
+    signer = Signer(SECRET)
+    posted: dict[str, list[tuple[str, str]]] = {}
+    deleted: dict[str, set[str]] = {}
+    statuses: list[int] = []
+    lock = threading.Lock()
+
+    def client(i: int, url: str, until: float) -> None:
+        rng, user = random.Random(i), f"load{i}"
+        with _client(url, signer.issue(user)) as http:
+            n = 0
+            while time.monotonic() < until:
+                n += 1
+                conversation = f"c{n // 6}"
+                token = f"zq{i}x{n}"
+                calls: list[tuple[str, str, Any]] = [
+                    ("GET", "/v1/prompt", None),
+                    (
+                        "POST",
+                        "/v1/turns",
+                        {
+                            "conversation": conversation,
+                            "question": f"about {token}",
+                            "answer": "fine",
+                        },
+                    ),
+                ]
+                if rng.random() < 0.1:
+                    calls.append(("PUT", "/v1/memory", {"block": f"Name: {user}\nFocus: {n}"}))
+                if rng.random() < 0.2:
+                    calls.append(("GET", f"/v1/search?q=zq{i}x{rng.randint(1, n)}", None))
+                if rng.random() < 0.02 and n > 12:
+                    old = f"c{rng.randint(0, n // 6 - 1)}"
+                    if old not in deleted.get(user, set()):
+                        calls.append(("DELETE", f"/v1/conversations/{old}", None))
+                for method, path, body in calls:
+                    try:
+                        status = http.request(method, path, json=body).status_code
+                    except httpx.HTTPError:
+                        status = 0
+                    with lock:
+                        statuses.append(status)
+                    if status == 201:
+                        posted.setdefault(user, []).append((conversation, token))
+                    elif status == 204:
+                        deleted.setdefault(user, set()).add(path.rsplit("/", 1)[1])
+
+    with serving(where.env()) as url:
+        until = time.monotonic() + seconds
+        threads = [threading.Thread(target=client, args=(i, url, until)) for i in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        _drained(where)
+    requests.tried = len(statuses)
+    for status in statuses:
+        if not 200 <= status < 300:
+            requests.fail(f"status {status or 'no answer'}")
+    fives = sum(s >= 500 for s in statuses)
+    requests.notes.insert(0, f"{fives} answers were 5xx")
+    memoro = where.memoro()
+    for user, turns in posted.items():
+        for conversation, token in turns:
+            if conversation in deleted.get(user, set()):
+                continue
+            searchable.tried += 1
+            hits = memoro.search(user, token, mode="keyword")
+            if not any(h.conversation_id == conversation and token in h.text for h in hits):
+                searchable.fail(f"{user}: {token} in {conversation} is not found")
+    memoro.close()
+    return [requests, searchable]
+
+
+def schemathesis_run(where: Place, examples: int) -> Row:
+    """Generated requests, valid and invalid, to every operation over real
+    HTTP; every schemathesis check on (positive data acceptance knowing the
+    two rule answers the document describes: a 422 WriteOut and a 412)."""
+    import schemathesis
+    from schemathesis.generation.modes import GenerationMode
+
+    row = Row("schemathesis against the OpenAPI document (generated requests)")
+    where.fresh()
+    token = Signer(SECRET).issue("fuzz", ttl=3600)
+    memoro = where.indexer()
+    memoro.record_turn("fuzz", "c1", "a question", "an answer")
+    memoro.index_pending()
+    memoro.close()
+
+    def valid_is_accepted(ctx: Any, response: Any, case: Any) -> bool | None:
+        if case.meta is None or not case.meta.generation.mode.is_positive:
+            return None
+        if response.status_code == 412 and "if-match" in {k.lower() for k in case.headers or {}}:
+            return None
+        if response.status_code == 422 and case.path == "/v1/memory":
+            assert response.json().get("outcome") in ("too_long", "empty"), response.text
+            return None
+        assert response.status_code in (200, 201, 204, 401, 403, 404), response.text[:200]
+        return None
+
+    with serving(where.env()) as url:
+        schema = schemathesis.openapi.from_url(f"{url}/openapi.json")
+
+        @schema.auth()
+        class UserToken:
+            """The bearer token the document's security scheme asks for."""
+
+            def get(self, case: Any, context: Any) -> str:
+                return token
+
+            def set(self, case: Any, data: str, context: Any) -> None:
+                case.headers = {**(case.headers or {}), "Authorization": f"Bearer {data}"}
+
+        for result in schema.get_all_operations():
+            operation = result.ok()
+            for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+                _generate(operation, mode, url, examples, valid_is_accepted, row)
+    return row
+
+
+def _generate(operation: Any, mode: Any, url: str, examples: int, check: Any, row: Row) -> None:
+    """``examples`` generated cases of one operation, each one counted."""
+    from hypothesis import HealthCheck, given, settings
+    from schemathesis.checks import positive_data_acceptance
+
+    @given(case=operation.as_strategy(generation_mode=mode))
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    def run(case: Any) -> None:
+        row.tried += 1
+        try:
+            case.call_and_validate(
+                base_url=url,
+                excluded_checks=[positive_data_acceptance],
+                additional_checks=[check],
+            )
+        except (Exception, BaseExceptionGroup) as exc:  # a failure: counted, not shrunk
+            row.fail(f"{operation.label} ({mode.value}): {str(exc)[:300]}")
+
+    run()
+
+
+def measure(spec: str, scale: dict[str, Any], seed: int) -> tuple[str, list[Row]]:
+    rng = random.Random(seed)
+    with place(spec) as where:
+        checks = [
+            lambda: [block_writes(where, scale["kills"], rng)],
+            lambda: [workers(where, scale["turns"], scale["worker_kills"], rng)],
+            lambda: [serve(where, scale["serve_kills"], 4, rng)],
+            lambda: [deletion_truth(where)],
+            lambda: mixed_load(where, scale["clients"], scale["seconds"]),
+            lambda: [corpus(where)],
+            lambda: [schemathesis_run(where, scale["examples"])],
+        ]
+        rows = []
+        for check in checks:
+            started = time.monotonic()
+            done = check()
+            for row in done:
+                row.notes.append(f"{time.monotonic() - started:.0f} s")
+            rows += done
+            print(f"{where.label}: {done[0].check} done", file=sys.stderr)
+        return where.label, rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="the small run CI makes")
+    parser.add_argument("--database", action="append", choices=("sqlite", "pgserver"))
+    parser.add_argument("--seed", type=int, default=12)
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    args = parser.parse_args()
+    scale = QUICK if args.quick else FULL
+    results = dict(
+        measure(spec, scale, args.seed) for spec in args.database or ["sqlite", "pgserver"]
+    )
+
+    labels = list(results)
+    print("memoro reliability — " + ("quick run (CI)" if args.quick else "full run"))
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, CPython"
+        f" {platform.python_version()}; seed {args.seed}"
+    )
+    print()
+    print("| check | " + " | ".join(f"{b} tried | {b} failed" for b in labels) + " |")
+    print("|---|" + "---:|" * (2 * len(labels)))
+    for i, row in enumerate(results[labels[0]]):
+        cells = [f"{results[b][i].tried:,} | {results[b][i].failed:,}" for b in labels]
+        print(f"| {row.check} | " + " | ".join(cells) + " |")
+    print()
+    for label in labels:
+        for row in results[label]:
+            if row.notes:
+                print(f"- {label}, {row.check}: " + "; ".join(row.notes))
+    if args.json:
+        out = {b: [row.__dict__ for row in rows] for b, rows in results.items()}
+        Path(args.json).write_text(json.dumps(out, indent=1, ensure_ascii=False))
+    sys.exit(1 if any(row.failed for rows in results.values() for row in rows) else 0)
+
+
+if __name__ == "__main__":
+    main()

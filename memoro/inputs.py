@@ -1,0 +1,127 @@
+"""The one input policy (SPEC D5), pure: what memoro does with the text, ids
+and times that reach it through any front end, before anything is stored.
+The service applies it; the HTTP schema states it (``ID_PATTERN``,
+``TIME_PATTERN``); no front end has rules of its own.
+
+- **Text** (a turn's question and answer, a search query, instructions, tool
+  arguments) is kept as sent, except that lone surrogates (halves of a
+  UTF-16 pair, which are not text and cannot be stored) and control
+  characters other than tab, line feed and carriage return are removed. The
+  block is normalized further by ``memoro.block`` (M3).
+- **Ids** (user, conversation, import key) are taken exactly or refused:
+  1–255 characters, not only whitespace, no control characters, no lone
+  surrogates, and not ``.`` or ``..`` (which no URL can name).
+- **Times** (when a turn ended) are ISO 8601 date-times (seconds optional),
+  with an offset or read as UTC, dated 0001-01-03 to 9999-12-29 as written:
+  whatever the offset, the moment is one every backend stores and reads back
+  in any time zone (years 1–9999 in Python and in a PostgreSQL session's).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from datetime import UTC, date, datetime
+from typing import Any
+
+from memoro.errors import InvalidInput
+
+ID_MAX = 255
+
+# C0 controls except tab, LF and CR; DEL and the C1 controls; lone surrogates
+_UNWANTED = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+ID_PATTERN = r"^(?!\s*$)(?!\.\.?$)[^\x00-\x1f\x7f-\x9f]+$"
+"""Ids as a JSON Schema pattern (lone surrogates are refused too, which a
+pattern cannot say portably)."""
+
+# Years 1–9999 in every time zone, with a day to spare for any offset
+EARLIEST = date(1, 1, 3)
+LATEST = date(9999, 12, 29)
+_SHAPE = r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:\d{2})?"
+_TIME = re.compile(_SHAPE)
+TIME_PATTERN = rf"^(?!0000-|0001-01-0[12]|9999-12-3[01]){_SHAPE}$"
+"""Times as a JSON Schema pattern: the shape, and the range to the day."""
+
+
+def clean_text(text: str) -> str:
+    """``text`` without lone surrogates and without control characters other
+    than tab, line feed and carriage return."""
+    return _UNWANTED.sub("", text)
+
+
+def clean_json(value: Any) -> Any:
+    """``clean_text`` applied to every string (keys too) of a JSON value."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, Mapping):
+        return {clean_text(str(k)): clean_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean_json(v) for v in value]
+    return value
+
+
+def clean_json_message(raw: str) -> str:
+    """A JSON message whose strings are cleaned when it escapes a lone
+    surrogate (strict JSON parsers refuse those, so the message would never
+    reach the service); any other message is returned unchanged."""
+    if not _ESCAPED_SURROGATE.search(raw):
+        return raw
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        return raw
+    return json.dumps(clean_json(parsed), ensure_ascii=False)
+
+
+def check_id(value: object, what: str, error: type[InvalidInput] = InvalidInput) -> str:
+    """Return ``value`` if it can name a ``what`` (user, conversation…),
+    else raise ``error`` saying why."""
+    if not isinstance(value, str) or not value.strip():
+        raise error(f"a {what} id must be a non-empty string")
+    if len(value) > ID_MAX:
+        raise error(f"a {what} id is at most {ID_MAX} characters")
+    if _CONTROL.search(value):
+        raise error(f"a {what} id cannot contain control characters")
+    if _SURROGATE.search(value):
+        raise error(f"a {what} id cannot contain a lone surrogate (it is not valid Unicode)")
+    if value in (".", ".."):
+        raise error(f"a {what} id cannot be '.' or '..'")
+    return value
+
+
+def turn_time(value: object) -> datetime | None:
+    """When a turn ended, in UTC: ``None`` (the caller means now), a
+    datetime or an ISO 8601 string; naive times are read as UTC."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if not _TIME.fullmatch(value):
+            raise InvalidInput(
+                f"'at' is not an ISO 8601 date-time: {value[:40]!r}"
+                " (write it like 2025-01-31T14:05:00Z)"
+            )
+        if value.startswith("0000-"):
+            raise _out_of_range(value[:10])
+        text = value
+        try:
+            value = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidInput(f"'at' is not a valid date-time: {text[:40]!r}") from None
+    if not isinstance(value, datetime):
+        raise InvalidInput("'at' must be a date-time")
+    if not EARLIEST <= value.date() <= LATEST:
+        raise _out_of_range(value.date().isoformat())
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def _out_of_range(day: str) -> InvalidInput:
+    return InvalidInput(
+        f"'at' must be dated from {EARLIEST.isoformat()} to {LATEST.isoformat()}, not {day}"
+    )

@@ -1,0 +1,127 @@
+"""PostgreSQL's three roles (D4 of the hardening issue, docs/deploy.md): the
+app role that serves requests sees only the user its transaction names — in
+every table, through every function of memoro's — while members of
+memoro_worker index, purge and run maintenance across users."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from memoro.errors import StoreError
+from memoro.service import Memoro
+from memoro.settings import Settings
+from memoro.store.local_postgres import APP_ROLE
+from memoro.store.postgres import PostgresStore
+from memoro.testing import HashEmbedder
+from tests import postgres as pg
+
+# every function memoro's migrations create, called as the app role would
+CROSS_USER_FUNCTIONS = {
+    "memoro_vector_models": "SELECT * FROM memoro_vector_models()",
+    "memoro_chunks_missing": "SELECT * FROM memoro_chunks_missing('hash', 100)",
+    "memoro_count_missing": "SELECT * FROM memoro_count_missing('hash')",
+}
+HARMLESS = {"memoro_is_worker"}
+
+
+@pytest.fixture
+def roles(postgres_server: Any, tmp_path: Path) -> Iterator[tuple[Memoro, Memoro]]:
+    """(a server on the app role, a worker on the worker role), with ann's
+    and bob's turns recorded and indexed, and one conversation of each
+    deleted but not yet purged."""
+    pg.clean(postgres_server.admin)
+    settings = Settings(home=tmp_path)
+    app = Memoro(
+        PostgresStore(postgres_server.app), settings, embedder=HashEmbedder(), worker=False
+    )
+    worker = Memoro(
+        PostgresStore(postgres_server.worker), settings, embedder=HashEmbedder(), worker=False
+    )
+    for user in ("ann", "bob"):
+        app.record_turn(user, "kept", f"{user}'s heron notes", "ok")
+        app.record_turn(user, "gone", f"{user}'s deleted notes", "ok")
+    worker.index_pending()
+    for user in ("ann", "bob"):
+        app.delete_conversation(user, "gone")
+    yield app, worker
+    app.close()
+    worker.close()
+
+
+def test_the_app_role_cannot_read_across_users_through_any_function(
+    postgres_server: Any, roles: tuple[Memoro, Memoro]
+) -> None:
+    with psycopg.connect(postgres_server.app, autocommit=True) as conn:
+        defined = {
+            row[0]
+            for row in conn.execute(
+                "SELECT proname FROM pg_proc WHERE proname LIKE 'memoro%%'"
+                " AND pronamespace = 'public'::regnamespace"
+            )
+        }
+        assert defined == set(CROSS_USER_FUNCTIONS) | HARMLESS  # a new one must be listed
+        for name, call in CROSS_USER_FUNCTIONS.items():
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"):
+                conn.execute(call)
+            conn.execute("SELECT set_config('memoro.user_id', 'ann', false)")
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(call)  # naming a user does not open the door either
+            conn.execute("SELECT set_config('memoro.user_id', '', false)")
+            assert name
+    app, _ = roles
+    with pytest.raises(StoreError, match="run it as the worker role"):
+        app.index_status()
+    with pytest.raises(StoreError, match="run it as the worker role"):
+        app.reindex()
+    with psycopg.connect(postgres_server.admin, autocommit=True) as conn:
+        conn.execute(
+            f"GRANT EXECUTE ON FUNCTION memoro_chunks_missing(text, integer) TO {APP_ROLE}"
+        )
+    try:  # granted by mistake, the function still finds no user to visit
+        with psycopg.connect(postgres_server.app) as conn:
+            assert conn.execute(CROSS_USER_FUNCTIONS["memoro_chunks_missing"]).fetchall() == []
+    finally:
+        with psycopg.connect(postgres_server.admin, autocommit=True) as conn:
+            conn.execute(
+                f"REVOKE EXECUTE ON FUNCTION memoro_chunks_missing(text, integer) FROM {APP_ROLE}"
+            )
+
+
+def test_the_app_role_sees_only_its_users_jobs_and_keyword_statistics(
+    postgres_server: Any, roles: tuple[Memoro, Memoro]
+) -> None:
+    with psycopg.connect(postgres_server.app) as conn:
+        for table in ("jobs", "history_users"):
+            assert conn.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,)
+        conn.execute("SELECT set_config('memoro.user_id', 'ann', true)")
+        assert conn.execute("SELECT DISTINCT user_id FROM jobs").fetchall() == [("ann",)]
+        assert conn.execute("SELECT user_id FROM history_users").fetchall() == [("ann",)]
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(
+                "INSERT INTO jobs (kind, user_id, payload, run_after, created_at)"
+                " VALUES ('purge_conversation', 'bob', '{}', now(), now())"
+            )
+    with psycopg.connect(postgres_server.worker) as conn:
+        users = conn.execute("SELECT DISTINCT user_id FROM jobs ORDER BY 1").fetchall()
+        assert users == [("ann",), ("bob",)]
+
+
+def test_a_server_on_the_app_role_serves_while_a_worker_role_indexes_and_purges(
+    roles: tuple[Memoro, Memoro], caplog: pytest.LogCaptureFixture
+) -> None:
+    app, worker = roles
+    assert app.store.runs_jobs is False and worker.store.runs_jobs is True  # type: ignore[attr-defined]
+    assert app.index_pending() == 0  # it sees no job, and says why
+    assert "not a member of memoro_worker" in caplog.text
+    assert [h.conversation_id for h in app.search("ann", "notes")] == ["kept"]
+    assert worker.index_pending() == 2  # the two purges
+    assert worker.index_status()["chunks"] == 2
+    assert worker.index_status()["jobs"] == {"pending": 0, "running": 0, "failed": 0}
+    assert [c.id for c in app.list_conversations("bob")] == ["kept"]
+    app.write_block("ann", "Name: Ann", writer="user")
+    assert app.delete_block("ann", writer="user").deleted
