@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 
 from memoro.errors import ConfigError, InvalidUser, Unauthorized
-from memoro.service import check_user
+from memoro.turns import check_user
 
 MIN_SECRET = 32
 DEFAULT_TTL = 3600

@@ -4,7 +4,8 @@ to CLI messages.
     MemoroError
     ├── InvalidInput        the caller sent something memoro cannot accept
     │   ├── InvalidUser     a user id that is empty, too long or has controls
-    │   └── UnknownTool     a tool name memoro does not define
+    │   ├── UnknownTool     a tool name memoro does not define
+    │   └── TooLarge        an upload over the size memoro accepts
     ├── BlockChanged        a precondition (If-Match) no longer holds (M8)
     ├── Unauthorized        no valid user token or session
     ├── ConfigError         a setting has a value memoro cannot use
@@ -41,6 +42,13 @@ class UnknownTool(InvalidInput):
     """A tool call named a tool memoro does not define."""
 
     code = "unknown_tool"
+
+
+class TooLarge(InvalidInput):
+    """An upload (an export to import) is larger than memoro accepts
+    (MEMORO_IMPORT_MAX_MB); nothing of it is kept."""
+
+    code = "too_large"
 
 
 class BlockChanged(MemoroError):

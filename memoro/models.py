@@ -344,3 +344,41 @@ class Job:
             "last_error": self.last_error,
             "created_at": self.created_at.isoformat(),
         }
+
+
+class ImportState(StrEnum):
+    UPLOADING = "uploading"
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class ImportStatus:
+    """An import uploaded over HTTP: how far it is, and its report when done."""
+
+    id: str
+    file_name: str
+    format: str
+    size: int
+    status: ImportState
+    read_bytes: int
+    report: dict[str, object] | None
+    error: str | None
+    created_at: datetime
+    finished_at: datetime | None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "file_name": self.file_name,
+            "format": self.format,
+            "size": self.size,
+            "status": self.status.value,
+            "read_bytes": self.read_bytes,
+            "report": self.report,
+            "error": self.error,
+            "created_at": self.created_at.isoformat(),
+            "finished_at": self.finished_at.isoformat() if self.finished_at else None,
+        }

@@ -6,27 +6,22 @@ re-implements nothing; the store below it only stores.
 from __future__ import annotations
 
 import atexit
-import hashlib
-import json
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from datetime import UTC, datetime
+from collections.abc import Callable, Mapping
+from datetime import datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from memoro import block, imports, inputs
-from memoro.errors import BlockChanged, InvalidInput, InvalidUser
+from memoro import block, inputs
+from memoro.errors import BlockChanged, InvalidInput
 from memoro.history import search as history_search
 from memoro.history.embed import Embedder, make_embedder
 from memoro.history.fusion import Mode
 from memoro.history.worker import Worker, usable_cores
-from memoro.imports import memoro_format
-from memoro.imports.model import ImportReport, Tally
-from memoro.imports.source import Source
 from memoro.models import (
     AuditEntry,
     AuditRecord,
@@ -46,29 +41,18 @@ from memoro.prompt import SystemPrompt, build_system_prompt
 from memoro.settings import Settings
 from memoro.store.base import Store
 from memoro.tools import ToolResult, execute
+from memoro.transfer import Transfers
+from memoro.turns import (
+    check_conversation,
+    check_user,
+    checked_turn,
+)
 
 log = logging.getLogger("memoro.worker")
 
-MAX_TURN_CHARS = 1_000_000
 MAX_SEARCH_LIMIT = 50
 MAX_QUERY_CHARS = 4000
-IMPORT_BATCH = 500
-"""Imported turns stored per transaction."""
-MAX_TITLE = 500
-"""Characters of a conversation's title kept (a title is shown in lists)."""
-AUDIT_EXPORT_LIMIT = 1_000_000
-"""Every audit entry a user has (the audit is a few entries per write)."""
 _DEFAULT: Any = object()
-
-
-def check_user(user_id: object) -> str:
-    """Return ``user_id`` if it can name a user, else raise InvalidUser."""
-    return inputs.check_id(user_id, "user", InvalidUser)
-
-
-def check_conversation(conversation_id: object) -> str:
-    """Return ``conversation_id`` if it can name a conversation."""
-    return inputs.check_id(conversation_id, "conversation")
 
 
 def check_writer(writer: object) -> Writer:
@@ -79,7 +63,7 @@ def check_writer(writer: object) -> Writer:
         raise InvalidInput(f"writer must be 'model' or 'user', not {writer!r}") from None
 
 
-class Memoro:
+class Memoro(Transfers):
     """Each user's memory: the personal block and past conversations.
 
     Open one with ``Memoro.open()`` (SQLite under ``MEMORO_HOME``) or pass any
@@ -100,7 +84,12 @@ class Memoro:
         if embedder is _DEFAULT:
             embedder = make_embedder(self.settings)
         self.embedder: Embedder | None = embedder
-        self.worker = Worker(store, embedder, threads=self.settings.index_threads or usable_cores())
+        self.worker = Worker(
+            store,
+            embedder,
+            threads=self.settings.index_threads or usable_cores(),
+            handlers={"import_file": self._run_import},
+        )
         if worker is None:
             worker = self.settings.worker == "thread"
         self._threaded = worker
@@ -232,148 +221,11 @@ class Memoro:
         ``key`` makes the call idempotent (imports). Every input is checked
         (memoro.inputs) before anything is stored."""
         user_id = check_user(user_id)
-        turn = _checked_turn(NewTurn(conversation_id, question, answer, None, key), at)
+        turn = checked_turn(NewTurn(conversation_id, question, answer, None, key), at)
         (recorded,) = self.store.record_turns(user_id, [turn])
         if recorded.created and self._threaded:
             self.worker.wake()
         return recorded
-
-    def import_turns(
-        self,
-        user_id: str,
-        turns: Iterable[NewTurn],
-        *,
-        progress: Callable[[int], None] | None = None,
-    ) -> list[RecordedTurn]:
-        """Store many finished turns, e.g. a user's history from elsewhere.
-
-        Every turn is checked before any is stored. A turn without a ``key``
-        gets one from its content, so importing the same turns again stores
-        nothing new. They are indexed after every live conversation's turns
-        and take turns with other users' imports, so an import never makes
-        anyone else wait. ``progress`` gets the number stored per batch.
-        """
-        user_id = check_user(user_id)
-        checked = [_checked_turn(turn, turn.at, keyed=True) for turn in turns]
-        recorded: list[RecordedTurn] = []
-        for start in range(0, len(checked), IMPORT_BATCH):
-            part = checked[start : start + IMPORT_BATCH]
-            recorded += self.store.record_turns(user_id, part, bulk=True)
-            if progress is not None:
-                progress(len(part))
-        if self._threaded and any(r.created for r in recorded):
-            self.worker.wake()
-        return recorded
-
-    def import_file(
-        self,
-        user_id: str,
-        file: str | Path | BinaryIO,
-        *,
-        format: str = "auto",
-        progress: Callable[[int, int], None] | None = None,
-    ) -> ImportReport:
-        """Import a chat export — ChatGPT, Claude.ai, Open WebUI, LibreChat,
-        SillyTavern or memoro's own; the zip or the JSON inside it — for
-        ``user_id``. Only the branch the user saw and only visible dialogue
-        become turns; keys come from the export's own ids, so importing a
-        newer export of the same account adds only what is new. A turn or
-        conversation that cannot be imported is counted and the rest go on.
-        ``progress`` gets (bytes read, file size) as reading goes."""
-        user_id = check_user(user_id)
-        if format not in imports.FORMATS:
-            raise InvalidInput(f"format must be one of {', '.join(imports.FORMATS)}")
-        source = Source.open(file) if isinstance(file, str | Path) else Source(file)
-        with source:
-            if format == "auto":
-                format = imports.detect(source)
-            tally = Tally()
-            batch: list[NewTurn] = []
-            for conversation in imports.read(source, format, tally):
-                # memoro's own export also holds turns recorded live, which
-                # have no key: the same turn already stored is recognised
-                there = (
-                    self._stored_turns(user_id, conversation.id) if format == "memoro" else set()
-                )
-                for turn in conversation.turns:
-                    tally.turns += 1
-                    if (turn.question, turn.answer, turn.at) in there:
-                        tally.already_there += 1
-                        continue
-                    new = NewTurn(
-                        conversation.id,
-                        turn.question,
-                        turn.answer,
-                        turn.at,
-                        turn.key or None,
-                        conversation.title,
-                    )
-                    try:
-                        batch.append(_checked_turn(new, new.at, keyed=True))
-                    except InvalidInput as exc:
-                        tally.fail(f"{conversation.id}: {turn.key or 'a turn'}", str(exc))
-                if len(batch) >= IMPORT_BATCH:
-                    self._store_imported(user_id, batch, tally)
-                if progress is not None:
-                    progress(source.read_bytes, source.size)
-            self._store_imported(user_id, batch, tally)
-            block = self._restore_block(user_id, source) if format == "memoro" else ""
-            if progress is not None:
-                progress(source.size, source.size)
-        return ImportReport(format, tally, block)
-
-    def _restore_block(self, user_id: str, source: Source) -> str:
-        """The block and audit of a memoro export, back as they were — into a
-        user who has neither, so nothing of theirs is overwritten."""
-        raw, entries = memoro_format.export_block(source)
-        if raw is None and not entries:
-            return ""
-        try:
-            stored = None if raw is None else memoro_format.block_of(user_id, raw)
-            audit = [memoro_format.audit_of(user_id, entry) for entry in entries]
-        except (KeyError, TypeError, ValueError) as exc:
-            return f"not restored: the export's block or audit is damaged ({exc})"
-        if stored is not None and block.normalize(stored.text) != stored.text:
-            return "not restored: the export's block breaks the block's rules"
-        with self.store.block_transaction(user_id) as tx:
-            if not tx.restore(stored, audit):
-                return "not restored: this user already has a memory block or its history"
-        return "restored"
-
-    def export(self, user_id: str) -> Iterator[str]:
-        """Everything memoro holds about ``user_id`` — the block, its audit,
-        every conversation with its turns — as the JSON text of memoro's
-        export format, a conversation at a time; ``import_file`` reads it
-        back losslessly."""
-        user_id = check_user(user_id)
-        conversations = self.store.list_conversations(user_id)
-        return memoro_format.write_export(
-            user_id,
-            self.store.read_block(user_id),
-            self.store.list_audit(user_id, limit=AUDIT_EXPORT_LIMIT),
-            ((c, self.store.conversation_turns(user_id, c.id)) for c in reversed(conversations)),
-            _now(),
-        )
-
-    def _stored_turns(
-        self, user_id: str, conversation_id: str
-    ) -> set[tuple[str, str, datetime | None]]:
-        try:
-            turns = self.store.conversation_turns(user_id, check_conversation(conversation_id))
-        except InvalidInput:
-            return set()
-        return {(t.question, t.answer, t.at) for t in turns}
-
-    def _store_imported(self, user_id: str, batch: list[NewTurn], tally: Tally) -> None:
-        if not batch:
-            return
-        recorded = self.store.record_turns(user_id, batch, bulk=True)
-        created = sum(r.created for r in recorded)
-        tally.imported += created
-        tally.already_there += len(recorded) - created
-        batch.clear()
-        if created and self._threaded:
-            self.worker.wake()
 
     def search(
         self,
@@ -530,38 +382,6 @@ class Memoro:
         if user_id is not None and user_id != "":
             user_id = check_user(user_id)
         return execute(self, user_id or None, name, arguments)
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _checked_turn(turn: NewTurn, at: object, *, keyed: bool = False) -> NewTurn:
-    """``turn``, ended ``at`` (as the caller wrote it: a datetime, an ISO
-    8601 string or None for now), as the input policy (memoro.inputs) stores
-    it — with a key from its content when ``keyed`` and it has none — else
-    InvalidInput."""
-    conversation_id = check_conversation(turn.conversation_id)
-    key = None if turn.key is None else inputs.check_id(turn.key, "turn key")
-    question, answer = turn.question, turn.answer
-    if not isinstance(question, str) or not isinstance(answer, str):
-        raise InvalidInput("question and answer must be strings")
-    if len(question) + len(answer) > MAX_TURN_CHARS:
-        raise InvalidInput(f"a turn holds at most {MAX_TURN_CHARS:,} characters")
-    question, answer = inputs.clean_text(question), inputs.clean_text(answer)
-    if not (question.strip() or answer.strip()):
-        raise InvalidInput("a turn needs a question or an answer")
-    given = inputs.turn_time(at)
-    if key is None and keyed:
-        stamp = given.isoformat() if given else None
-        content = json.dumps([conversation_id, question, answer, stamp])
-        key = "import:" + hashlib.sha256(content.encode()).hexdigest()
-    title = turn.title
-    if title is not None:
-        if not isinstance(title, str):
-            raise InvalidInput("a conversation's title must be a string")
-        title = " ".join(inputs.clean_text(title).split())[:MAX_TITLE] or None
-    return NewTurn(conversation_id, question, answer, given or _now(), key, title)
 
 
 def _rejection(new: str, current: str | None) -> WriteResult:

@@ -85,6 +85,14 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="N",
     ),
     Setting(
+        name="import_max_mb",
+        env="MEMORO_IMPORT_MAX_MB",
+        default="1024",
+        help="The largest export file `POST /v1/imports` accepts, in MB (the CLI reads"
+        " files of any size).",
+        metavar="MB",
+    ),
+    Setting(
         name="auth",
         env="MEMORO_AUTH",
         default="local",
@@ -158,6 +166,7 @@ class Settings:
     embedding_model: str = "text-embedding-3-small"
     embedding_key: str = ""
     index_threads: int = 0
+    import_max_mb: int = 1024
     auth: str = "local"
     secret: str = ""
     local_user: str = "local"
@@ -202,9 +211,15 @@ class Settings:
                 )
             values[setting.name] = value
         home = Path(values.pop("home")).expanduser()
-        threads = values.pop("index_threads")
-        if not (threads.isascii() and threads.isdigit()) or int(threads) > 256:
-            raise ConfigError(
-                f"MEMORO_INDEX_THREADS must be a whole number from 0 to 256, not {threads!r}"
-            )
-        return cls(home=home, index_threads=int(threads), **values)
+        return cls(
+            home=home,
+            index_threads=_whole(values.pop("index_threads"), "MEMORO_INDEX_THREADS", 0, 256),
+            import_max_mb=_whole(values.pop("import_max_mb"), "MEMORO_IMPORT_MAX_MB", 1, 1 << 20),
+            **values,
+        )
+
+
+def _whole(value: str, name: str, least: int, most: int) -> int:
+    if not (value.isascii() and value.isdigit()) or not least <= int(value) <= most:
+        raise ConfigError(f"{name} must be a whole number from {least} to {most}, not {value!r}")
+    return int(value)

@@ -23,5 +23,5 @@ def clean(admin: str) -> None:
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(
             "TRUNCATE memory_blocks, memory_audit, vectors, postings, chunks, turns,"
-            " conversations, jobs, history_users RESTART IDENTITY"
+            " conversations, jobs, history_users, import_parts, imports RESTART IDENTITY"
         )

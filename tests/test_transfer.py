@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import json
+import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -98,3 +100,85 @@ def test_memoros_export_imports_back_losslessly(history: Memoro) -> None:
     assert again.tally.imported == 0 and again.tally.already_there == 3
     assert again.block.startswith("not restored")
     assert len(history.audit("ann")) == 2
+
+
+def _upload(memoro: Memoro, user: str, data: bytes, name: str, format: str = "auto") -> str:
+    upload = memoro.start_upload(user, name)
+    for start in range(0, len(data), 700_000):  # arrives in pieces, stored in 1 MiB parts
+        upload.write(data[start : start + 700_000])
+    return memoro.finish_upload(upload, format).id
+
+
+def test_an_uploaded_export_waits_in_the_database_and_a_worker_imports_it(
+    history: Memoro, tmp_path: Path
+) -> None:
+    conversations = json.loads((FIXTURES / "chatgpt-conversations.json").read_text())
+    # over 2 MiB, so the file spans several stored parts
+    padding = [
+        {**conversations[2], "id": f"pad{i}", "conversation_id": f"pad{i}", "title": "x" * 8000}
+        for i in range(300)
+    ]
+    path = tmp_path / "export.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
+        archive.writestr("conversations.json", json.dumps(conversations + padding))
+    data = path.read_bytes()
+    assert len(data) > 2 * 2**20
+    import_id = _upload(history, "ann", data, "export.zip")
+    queued = history.import_status("ann", import_id)
+    assert queued is not None and (queued.status.value, queued.size) == ("queued", len(data))
+    assert history.import_status("bob", import_id) is None  # another user's
+    history.index_pending()  # the import job, then indexing the turns it stored
+    done = history.import_status("ann", import_id)
+    assert done is not None and done.status.value == "done" and done.report is not None
+    assert (done.report["format"], done.report["imported"]) == ("chatgpt", 5 + 300 * 2)
+    assert done.read_bytes == done.size
+    assert [i.id for i in history.list_imports("ann")] == [import_id]
+    assert history.search("ann", "Belém tower", limit=1)
+    # the uploaded bytes are gone once the import is done
+    assert history.store.upload_part("ann", import_id, 0) is None
+
+
+def test_an_upload_that_is_no_export_fails_with_the_reason_and_is_not_retried(
+    history: Memoro,
+) -> None:
+    import_id = _upload(history, "ann", b"just some text", "notes.txt")
+    history.index_pending()
+    failed = history.import_status("ann", import_id)
+    assert failed is not None and failed.status.value == "failed"
+    assert failed.error is not None and "cannot tell which export" in failed.error
+    assert history.pending_jobs() == 0
+
+
+def test_an_upload_over_the_limit_is_refused_and_nothing_is_kept(history: Memoro) -> None:
+    import pytest
+
+    from memoro.errors import TooLarge
+
+    upload = history.start_upload("ann", "big.zip")
+    upload.limit = 1000
+    with pytest.raises(TooLarge):
+        upload.write(b"x" * 1001)
+    upload.abandon()
+    assert history.import_status("ann", upload.id) is None
+    assert history.list_imports("ann") == []
+
+
+def test_an_import_interrupted_by_a_dead_worker_runs_again_and_stores_each_turn_once(
+    history: Memoro,
+) -> None:
+    from memoro.history.worker import Worker
+
+    data = (FIXTURES / "claude-conversations.json").read_bytes()
+    import_id = _upload(history, "ann", data, "conversations.json")
+    # a worker claims the job and dies holding it: its lease runs out
+    (job,) = history.store.claim_jobs("dead", 0.05, 1)
+    assert job.kind == "import_file"
+    history.import_file("ann", FIXTURES / "claude-conversations.json")  # it had stored them all
+    worker = Worker(history.store, None, handlers={"import_file": history._run_import})
+    deadline = time.monotonic() + 10
+    while history.import_status("ann", import_id).status.value != "done":  # type: ignore[union-attr]
+        assert time.monotonic() < deadline
+        worker.run_until_idle()
+    report = history.import_status("ann", import_id).report  # type: ignore[union-attr]
+    assert report is not None and (report["imported"], report["already_there"]) == (0, 3)
+    assert sum(c.turns for c in history.list_conversations("ann")) == 3

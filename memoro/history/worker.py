@@ -20,7 +20,7 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -60,6 +60,23 @@ def backoff(attempts: int) -> float:
     return float(min(2**attempts, 300))
 
 
+@dataclass(frozen=True)
+class Lease:
+    """What a job handler holds: the worker's name (to finish the job in the
+    same transaction as its result) and a way to keep the job past its
+    lease while it is still at work."""
+
+    worker: str
+    renew: Callable[[], None]
+
+
+Handler = Callable[[Job, Lease], None]
+"""Runs one job of a kind the worker does not know itself, and finishes it."""
+
+LONG_JOBS = frozenset({"import_file"})
+"""Kinds that can take minutes: run alone, the rest of their batch given back."""
+
+
 @dataclass
 class _Indexing:
     job: Job
@@ -92,9 +109,11 @@ class Worker:
         lease_seconds: float = LEASE_SECONDS,
         retry_after: Callable[[int], float] = backoff,
         batch: int = BATCH_JOBS,
+        handlers: Mapping[str, Handler] | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
+        self.handlers = dict(handlers or {})
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.threads = max(1, threads)
         self.lease_seconds = lease_seconds
@@ -167,8 +186,11 @@ class Worker:
         GROUP_CHARS of text), taking them off ``left``."""
         if left[0].kind != "index_turn":
             job = left.pop(0)
+            if job.kind in LONG_JOBS and left:  # the rest must not wait for it
+                self.store.return_jobs(left, self.name)
+                left.clear()
             with contextlib.suppress(_Failed):
-                self._guarded(job, self._purge, job)
+                self._guarded(job, self._other, job)
             return
         group: list[_Indexing] = []
         size = 0
@@ -245,10 +267,14 @@ class Worker:
                 self.embedder.model_id,
             )
 
-    def _purge(self, job: Job) -> None:
-        if job.kind != "purge_conversation":
+    def _other(self, job: Job) -> None:
+        if job.kind == "purge_conversation":
+            self.store.purge_conversation(job, self.name, str(job.payload["conversation_id"]))
+        elif job.kind in self.handlers:
+            renew = lambda: self.store.extend_leases([job], self.name, self.lease_seconds)  # noqa: E731
+            self.handlers[job.kind](job, Lease(self.name, renew))
+        else:
             raise ValueError(f"unknown job kind {job.kind!r}")
-        self.store.purge_conversation(job, self.name, str(job.payload["conversation_id"]))
 
     def _guarded(self, job: Job, step: Callable[..., T], *args: Any) -> T:
         """Run ``step(*args)`` for ``job``. A failure is recorded on the job

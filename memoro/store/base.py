@@ -23,6 +23,8 @@ from memoro.models import (
     AuditEntry,
     AuditRecord,
     Conversation,
+    ImportState,
+    ImportStatus,
     Job,
     JobStatus,
     NewTurn,
@@ -216,6 +218,56 @@ class Store(Protocol):
 
     def retry_job(self, job_id: int) -> bool:
         """Put a failed job back in the queue."""
+        ...
+
+    # -- imports uploaded over HTTP -------------------------------------------
+
+    def create_upload(self, user_id: str, import_id: str, file_name: str, format: str) -> None:
+        """Start an import whose file is on its way ("uploading")."""
+        ...
+
+    def add_upload_part(self, user_id: str, import_id: str, part: int, data: bytes) -> None:
+        """Store part number ``part`` of an uploading file."""
+        ...
+
+    def queue_upload(self, user_id: str, import_id: str, format: str, size: int) -> bool:
+        """The file is all there: mark the import queued and queue its job,
+        in one transaction."""
+        ...
+
+    def drop_upload(self, user_id: str, import_id: str) -> None:
+        """Forget an upload that did not complete, with its parts."""
+        ...
+
+    def upload_part(self, user_id: str, import_id: str, part: int) -> bytes | None:
+        """Part number ``part`` of a stored upload of the user."""
+        ...
+
+    def get_import(self, user_id: str, import_id: str) -> ImportStatus | None:
+        """One of the user's imports."""
+        ...
+
+    def list_imports(self, user_id: str, *, limit: int = 20) -> list[ImportStatus]:
+        """The user's imports (not the ones still uploading), newest first."""
+        ...
+
+    def update_import(
+        self, user_id: str, import_id: str, status: ImportState, read_bytes: int
+    ) -> None:
+        """Record an import's progress."""
+        ...
+
+    def finish_import(
+        self,
+        job: Job,
+        worker: str,
+        import_id: str,
+        status: ImportState,
+        report: dict[str, object] | None,
+        error: str | None,
+    ) -> bool:
+        """Record how an import ended, delete its file's parts and finish
+        ``job``, in one transaction."""
         ...
 
     def close(self) -> None:

@@ -33,6 +33,7 @@ from memoro.history import terms
 from memoro.models import AuditEntry, AuditRecord, Operation, StoredBlock, Writer
 from memoro.store import migrations
 from memoro.store.postgres_history import PgHistory, insert_postings
+from memoro.store.postgres_uploads import PgUploads
 
 log = logging.getLogger("memoro.store")
 
@@ -190,7 +191,7 @@ class _BlockTransaction:
         )
 
 
-class PostgresStore(PgHistory):
+class PostgresStore(PgHistory, PgUploads):
     """The Store on PostgreSQL."""
 
     def __init__(

@@ -14,8 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from memoro import block, inputs
 from memoro.models import Writer, block_json
 from memoro.prompt import SystemPrompt
-from memoro.service import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT, MAX_TURN_CHARS, Memoro
+from memoro.service import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT, Memoro
 from memoro.tools import TOOLS, anthropic_tools, openai_tools
+from memoro.turns import MAX_TURN_CHARS
 from memoro.web.security import current_user
 
 # The service enforces every rule (memoro.inputs); these schemas only state

@@ -27,6 +27,7 @@ from memoro.errors import (
     InvalidInput,
     MemoroError,
     StoreError,
+    TooLarge,
     Unauthorized,
     UnknownTool,
 )
@@ -46,6 +47,7 @@ from memoro.web.security import (
 
 HERE = Path(__file__).parent
 STATUS = {
+    TooLarge: 413,
     Forbidden: 403,
     Unauthorized: 401,
     BlockChanged: 412,

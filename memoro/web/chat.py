@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from memoro import inputs
 from memoro.agent import Agent, Provider
 from memoro.errors import InvalidInput
-from memoro.service import check_conversation
+from memoro.turns import check_conversation
 from memoro.web.api import ID_SCHEMA, ErrorOut, Service
 from memoro.web.security import current_user
 

@@ -9,10 +9,11 @@ from memoro.store.sqlite.blocks import Blocks
 from memoro.store.sqlite.bm25 import KeywordIndex
 from memoro.store.sqlite.history import History
 from memoro.store.sqlite.jobs import Jobs
+from memoro.store.sqlite.uploads import Uploads
 from memoro.store.sqlite.vectors import VectorCache
 
 
-class SqliteStore(Blocks, History, Jobs):
+class SqliteStore(Blocks, History, Jobs, Uploads):
     """A Store on one SQLite file; safe to share between threads and with
     other processes on the same file."""
 

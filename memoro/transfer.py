@@ -1,0 +1,242 @@
+"""Bringing history in and taking it out, the part of the service (Memoro
+mixes it in) that stores what ``memoro.imports`` reads: turns in batches,
+conversation titles, a memoro export's block and audit; the export; and
+imports uploaded over HTTP, which wait in the database for a worker.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from memoro import block, imports
+from memoro.errors import InvalidInput
+from memoro.history.worker import Lease, Worker
+from memoro.imports import memoro_format
+from memoro.imports.model import ImportReport, Tally
+from memoro.imports.source import Source
+from memoro.imports.upload import PART, Stored, Upload
+from memoro.models import ImportState, ImportStatus, Job, NewTurn, RecordedTurn
+from memoro.settings import Settings
+from memoro.turns import check_conversation, check_user, checked_turn, now
+
+if TYPE_CHECKING:
+    from memoro.store.base import Store
+
+IMPORT_BATCH = 500
+"""Imported turns stored per transaction."""
+AUDIT_EXPORT_LIMIT = 1_000_000
+"""Every audit entry a user has (the audit is a few entries per write)."""
+PROGRESS_SECONDS = 2.0
+"""How often a running import records how far it got (and keeps its job)."""
+
+
+class Transfers:
+    """Import and export methods of Memoro."""
+
+    store: Store
+    settings: Settings
+    worker: Worker
+    _threaded: bool
+
+    def import_turns(
+        self,
+        user_id: str,
+        turns: Iterable[NewTurn],
+        *,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[RecordedTurn]:
+        """Store many finished turns, e.g. a user's history from elsewhere.
+
+        Every turn is checked before any is stored. A turn without a ``key``
+        gets one from its content, so importing the same turns again stores
+        nothing new. They are indexed after every live conversation's turns
+        and take turns with other users' imports, so an import never makes
+        anyone else wait. ``progress`` gets the number stored per batch.
+        """
+        user_id = check_user(user_id)
+        checked = [checked_turn(turn, turn.at, keyed=True) for turn in turns]
+        recorded: list[RecordedTurn] = []
+        for start in range(0, len(checked), IMPORT_BATCH):
+            part = checked[start : start + IMPORT_BATCH]
+            recorded += self.store.record_turns(user_id, part, bulk=True)
+            if progress is not None:
+                progress(len(part))
+        if self._threaded and any(r.created for r in recorded):
+            self.worker.wake()
+        return recorded
+
+    def import_file(
+        self,
+        user_id: str,
+        file: str | Path | IO[bytes],
+        *,
+        format: str = "auto",
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ImportReport:
+        """Import a chat export — ChatGPT, Claude.ai, Open WebUI, LibreChat,
+        SillyTavern or memoro's own; the zip or the JSON inside it — for
+        ``user_id``. Only the branch the user saw and only visible dialogue
+        become turns; keys come from the export's own ids, so importing a
+        newer export of the same account adds only what is new. A turn or
+        conversation that cannot be imported is counted and the rest go on.
+        ``progress`` gets (bytes read, file size) as reading goes."""
+        user_id = check_user(user_id)
+        if format not in imports.FORMATS:
+            raise InvalidInput(f"format must be one of {', '.join(imports.FORMATS)}")
+        source = Source.open(file) if isinstance(file, str | Path) else Source(file)
+        with source:
+            if format == "auto":
+                format = imports.detect(source)
+            tally = Tally()
+            batch: list[NewTurn] = []
+            for conversation in imports.read(source, format, tally):
+                # memoro's own export also holds turns recorded live, which
+                # have no key: the same turn already stored is recognised
+                there = (
+                    self._stored_turns(user_id, conversation.id) if format == "memoro" else set()
+                )
+                for turn in conversation.turns:
+                    tally.turns += 1
+                    if (turn.question, turn.answer, turn.at) in there:
+                        tally.already_there += 1
+                        continue
+                    new = NewTurn(
+                        conversation.id,
+                        turn.question,
+                        turn.answer,
+                        turn.at,
+                        turn.key or None,
+                        conversation.title,
+                    )
+                    try:
+                        batch.append(checked_turn(new, new.at, keyed=True))
+                    except InvalidInput as exc:
+                        tally.fail(f"{conversation.id}: {turn.key or 'a turn'}", str(exc))
+                if len(batch) >= IMPORT_BATCH:
+                    self._store_imported(user_id, batch, tally)
+                if progress is not None:
+                    progress(source.read_bytes, source.size)
+            self._store_imported(user_id, batch, tally)
+            block = self._restore_block(user_id, source) if format == "memoro" else ""
+            if progress is not None:
+                progress(source.size, source.size)
+        return ImportReport(format, tally, block)
+
+    def _restore_block(self, user_id: str, source: Source) -> str:
+        """The block and audit of a memoro export, back as they were — into a
+        user who has neither, so nothing of theirs is overwritten."""
+        raw, entries = memoro_format.export_block(source)
+        if raw is None and not entries:
+            return ""
+        try:
+            stored = None if raw is None else memoro_format.block_of(user_id, raw)
+            audit = [memoro_format.audit_of(user_id, entry) for entry in entries]
+        except (KeyError, TypeError, ValueError) as exc:
+            return f"not restored: the export's block or audit is damaged ({exc})"
+        if stored is not None and block.normalize(stored.text) != stored.text:
+            return "not restored: the export's block breaks the block's rules"
+        with self.store.block_transaction(user_id) as tx:
+            if not tx.restore(stored, audit):
+                return "not restored: this user already has a memory block or its history"
+        return "restored"
+
+    def export(self, user_id: str) -> Iterator[str]:
+        """Everything memoro holds about ``user_id`` — the block, its audit,
+        every conversation with its turns — as the JSON text of memoro's
+        export format, a conversation at a time; ``import_file`` reads it
+        back losslessly."""
+        user_id = check_user(user_id)
+        conversations = self.store.list_conversations(user_id)
+        return memoro_format.write_export(
+            user_id,
+            self.store.read_block(user_id),
+            self.store.list_audit(user_id, limit=AUDIT_EXPORT_LIMIT),
+            ((c, self.store.conversation_turns(user_id, c.id)) for c in reversed(conversations)),
+            now(),
+        )
+
+    def _stored_turns(
+        self, user_id: str, conversation_id: str
+    ) -> set[tuple[str, str, datetime | None]]:
+        try:
+            turns = self.store.conversation_turns(user_id, check_conversation(conversation_id))
+        except InvalidInput:
+            return set()
+        return {(t.question, t.answer, t.at) for t in turns}
+
+    def _store_imported(self, user_id: str, batch: list[NewTurn], tally: Tally) -> None:
+        if not batch:
+            return
+        recorded = self.store.record_turns(user_id, batch, bulk=True)
+        created = sum(r.created for r in recorded)
+        tally.imported += created
+        tally.already_there += len(recorded) - created
+        batch.clear()
+        if created and self._threaded:
+            self.worker.wake()
+
+    # -- imports uploaded over HTTP -------------------------------------------
+
+    def start_upload(self, user_id: str, file_name: str) -> Upload:
+        """An export arriving over the network for ``user_id``: write its
+        bytes to the returned Upload, then ``finish(format)`` queues the
+        import for a worker (its id is ``upload.id``)."""
+        user_id = check_user(user_id)
+        name = " ".join(str(file_name or "upload").split())[:255] or "upload"
+        return Upload(self.store, user_id, name, self.settings.import_max_mb * 2**20)
+
+    def finish_upload(self, upload: Upload, format: str) -> ImportStatus:
+        if format not in imports.FORMATS:
+            upload.abandon()
+            raise InvalidInput(f"format must be one of {', '.join(imports.FORMATS)}")
+        upload.finish(format)
+        if self._threaded:
+            self.worker.wake()
+        found = self.store.get_import(upload.user_id, upload.id)
+        assert found is not None
+        return found
+
+    def import_status(self, user_id: str, import_id: str) -> ImportStatus | None:
+        """How far an uploaded import is, and its report when done."""
+        return self.store.get_import(check_user(user_id), str(import_id))
+
+    def list_imports(self, user_id: str) -> list[ImportStatus]:
+        """The user's recent uploaded imports, newest first."""
+        return self.store.list_imports(check_user(user_id))
+
+    def _run_import(self, job: Job, lease: Lease) -> None:
+        """The import_file job: read the stored upload into turns; the job
+        finishes with the report (or why it failed) and the upload's bytes
+        are deleted, in one transaction. Interrupted, the job runs again
+        from the start; keys keep that from storing anything twice."""
+        user_id, import_id = job.user_id, str(job.payload["import_id"])
+        status = self.store.get_import(user_id, import_id)
+        if status is None or status.status in (ImportState.DONE, ImportState.FAILED):
+            self.store.finish_job(job, lease.worker)
+            return
+        self.store.update_import(user_id, import_id, ImportState.RUNNING, 0)
+        last = time.monotonic()
+
+        def progress(done: int, size: int) -> None:
+            nonlocal last
+            if time.monotonic() - last >= PROGRESS_SECONDS:
+                last = time.monotonic()
+                self.store.update_import(user_id, import_id, ImportState.RUNNING, done)
+                lease.renew()
+
+        stored = io.BufferedReader(Stored(self.store, user_id, import_id, status.size), PART)
+        try:
+            report = self.import_file(user_id, stored, format=status.format, progress=progress)
+        except InvalidInput as exc:  # the file will not get better: no retry
+            self.store.finish_import(
+                job, lease.worker, import_id, ImportState.FAILED, None, str(exc)
+            )
+            return
+        self.store.finish_import(
+            job, lease.worker, import_id, ImportState.DONE, report.to_json(), None
+        )
