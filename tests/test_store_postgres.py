@@ -72,6 +72,7 @@ def test_migrations_run_once(postgres: tuple[str, str]) -> None:
         "roles",
         "queue_lanes",
         "conversation_titles",
+        "imports",
     ]
     assert len(rows) == len(migrations.load("postgres"))
 

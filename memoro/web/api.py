@@ -48,11 +48,11 @@ class ErrorOut(BaseModel):
     error: ErrorDetail
 
 
-def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     return {code: {"model": ErrorOut} for code in codes}
 
 
-router = APIRouter(prefix="/v1", responses=_errors(400, 401, 403, 413, 415, 422))
+router = APIRouter(prefix="/v1", responses=errors(400, 401, 403, 413, 415, 422))
 User = Annotated[str, Depends(current_user)]
 
 
@@ -154,6 +154,7 @@ class TurnOut(BaseModel):
 
 class ConversationOut(BaseModel):
     id: str
+    title: str | None = Field(description="The title it had where it was imported from.")
     turns: int
     first_at: datetime
     last_at: datetime
@@ -239,7 +240,7 @@ def write_memory(body: BlockIn, user: User, memoro: Service, if_match: IfMatch =
     "/memory",
     response_model=DeleteOut,
     summary="Delete everything remembered",
-    responses=_errors(412),
+    responses=errors(412),
 )
 def delete_memory(user: User, memoro: Service, if_match: IfMatch = None) -> Any:
     return memoro.delete_block(user, writer=Writer.USER, expected_etag=_etag(if_match)).to_json()
@@ -289,7 +290,7 @@ ConversationId = Annotated[str, Path(description=ID_DOC, json_schema_extra=ID_SC
     "/conversations/{conversation_id:path}",
     response_model=list[TurnRecord],
     summary="A conversation's turns",
-    responses=_errors(404),
+    responses=errors(404),
 )
 def conversation(conversation_id: ConversationId, user: User, memoro: Service) -> Any:
     turns = memoro.conversation_turns(user, conversation_id)
@@ -302,7 +303,7 @@ def conversation(conversation_id: ConversationId, user: User, memoro: Service) -
     "/conversations/{conversation_id:path}",
     status_code=204,
     summary="Delete a conversation (gone from search at once)",
-    responses=_errors(404),
+    responses=errors(404),
 )
 def delete_conversation(conversation_id: ConversationId, user: User, memoro: Service) -> Response:
     if not memoro.delete_conversation(user, conversation_id):
@@ -337,7 +338,7 @@ def tools(format: Literal["openai", "anthropic"] = "openai") -> list[dict[str, A
     "/tools/{name}",
     response_model=ToolCallOut,
     summary="Run a tool call the model made, for the authenticated user",
-    responses=_errors(404),
+    responses=errors(404),
 )
 def call_tool(name: str, body: ToolCallIn, user: User, memoro: Service) -> Any:
     if name not in TOOLS:

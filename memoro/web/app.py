@@ -33,7 +33,7 @@ from memoro.errors import (
 )
 from memoro.mcp_server import MemoroMCP
 from memoro.service import Memoro
-from memoro.web import api, chat, login
+from memoro.web import api, chat, imports, login
 from memoro.web.chat import Agents
 from memoro.web.security import (
     CSP,
@@ -106,6 +106,7 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
     app.state.agents = Agents(provider) if provider is not None else None
     app.add_middleware(BodyLimit)
     app.include_router(api.router)
+    app.include_router(imports.router)
     app.include_router(chat.router, include_in_schema=provider is not None)
     app.include_router(login.router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
@@ -150,7 +151,8 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
         has_body = request.headers.get("content-length", "0") != "0" or (
             "transfer-encoding" in request.headers
         )
-        if has_body and request.url.path.startswith("/v1/"):
+        upload = request.method == "POST" and request.url.path == "/v1/imports"
+        if has_body and request.url.path.startswith("/v1/") and not upload:
             kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
             if kind != "application/json":
                 return _error("unsupported_media_type", "send JSON (application/json)", 415)

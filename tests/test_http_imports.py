@@ -1,0 +1,136 @@
+"""Imports and the export over real HTTP (I1, I5): an upload streams into
+the database and a worker imports it; progress and the report are the
+uploader's alone; limits are 413 and keep nothing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from memoro.service import Memoro
+from memoro.settings import Settings
+from memoro.store.sqlite import SqliteStore
+from memoro.testing import HashEmbedder
+from memoro.web.security import AuthConfig
+from tests.test_http import client
+from tests.web_server import SECRET, running
+
+FIXTURES = Path(__file__).parent / "fixtures" / "imports"
+TOKEN = AuthConfig.build("token", SECRET, "local")
+
+
+@pytest.fixture
+def server(web_service: Memoro) -> Iterator[str]:
+    with running(web_service, TOKEN) as url:
+        yield url
+
+
+def upload(http: httpx.Client, path: Path, format: str | None = None) -> httpx.Response:
+    data = {"format": format} if format else {}
+    with path.open("rb") as file:
+        return http.post("/v1/imports", files={"file": (path.name, file)}, data=data)
+
+
+def test_an_upload_is_imported_by_a_worker_and_reported_to_its_uploader_only(
+    server: str, web_service: Memoro
+) -> None:
+    with client(server, "ann") as ann, client(server, "bob") as bob:
+        started = upload(ann, FIXTURES / "claude-conversations.json")
+        assert started.status_code == 202, started.text
+        body = started.json()
+        assert (body["status"], body["file_name"]) == ("queued", "claude-conversations.json")
+        assert started.headers["location"] == f"/v1/imports/{body['id']}"
+        assert bob.get(f"/v1/imports/{body['id']}").status_code == 404
+        web_service.index_pending()
+        done = ann.get(f"/v1/imports/{body['id']}").json()
+        assert done["status"] == "done" and done["read_bytes"] == done["size"]
+        assert (done["report"]["format"], done["report"]["imported"]) == ("claude", 3)
+        assert [i["id"] for i in ann.get("/v1/imports").json()] == [body["id"]]
+        assert bob.get("/v1/imports").json() == []
+        titles = {c["title"] for c in ann.get("/v1/conversations").json()}
+        assert "Garden planning" in titles
+        assert bob.get("/v1/conversations").json() == []
+
+
+def test_a_file_that_is_no_export_is_reported_failed(server: str, web_service: Memoro) -> None:
+    with client(server, "ann") as ann:
+        body = ann.post(
+            "/v1/imports", files={"file": ("notes.txt", b"hello")}, data={"format": "auto"}
+        ).json()
+        web_service.index_pending()
+        failed = ann.get(f"/v1/imports/{body['id']}").json()
+        assert failed["status"] == "failed" and "cannot tell which export" in failed["error"]
+
+
+def test_bad_uploads_are_clear_4xx_and_store_nothing(server: str, web_service: Memoro) -> None:
+    with client(server, "ann") as ann:
+        assert ann.post("/v1/imports", json={"file": "x"}).status_code == 415
+        no_file = ann.post("/v1/imports", files={"format": (None, "chatgpt")})
+        assert no_file.status_code == 422 and "file field" in no_file.json()["error"]["message"]
+        bad_format = upload(ann, FIXTURES / "claude-conversations.json", format="word")
+        assert bad_format.status_code == 422 and "format must be one of" in bad_format.text
+        broken = ann.post(
+            "/v1/imports",
+            content=b'--xyz\r\nContent-Disposition: form-data; name="file"\r\n\r\nabc',
+            headers={"Content-Type": "multipart/form-data; boundary=xyz"},
+        )
+        assert 400 <= broken.status_code < 500
+        assert ann.get("/v1/imports").json() == []
+        assert web_service.pending_jobs() == 0
+    with client(server) as nobody:
+        assert nobody.post("/v1/imports", files={"file": ("a.json", b"[]")}).status_code == 401
+        assert nobody.get("/v1/export").status_code == 401
+
+
+def test_an_upload_over_the_limit_is_413_declared_or_streamed(tmp_path: Path) -> None:
+    small = Memoro(
+        SqliteStore(tmp_path / "memoro.db"),
+        Settings(home=tmp_path, import_max_mb=1),
+        embedder=HashEmbedder(),
+        worker=False,
+    )
+    big = b"[" + b" " * (2 * 2**20) + b"]"
+    with running(small, TOKEN) as url, client(url, "ann") as ann:
+        declared = ann.post("/v1/imports", files={"file": ("big.json", big)})
+        assert declared.status_code == 413
+
+        def chunks() -> Iterator[bytes]:  # no Content-Length: chunked
+            yield b'--xyz\r\nContent-Disposition: form-data; name="file"; filename="b"\r\n\r\n'
+            for _ in range(40):
+                yield b" " * 65536
+            yield b"\r\n--xyz--\r\n"
+
+        streamed = ann.post(
+            "/v1/imports",
+            content=chunks(),
+            headers={"Content-Type": "multipart/form-data; boundary=xyz"},
+        )
+        assert streamed.status_code == 413
+        assert "MB" in streamed.json()["error"]["message"]
+        assert ann.get("/v1/imports").json() == []
+    assert small.store.db.connect().execute("SELECT count(*) FROM import_parts").fetchone()[0] == 0
+    small.close()
+
+
+def test_the_export_downloads_and_imports_back_elsewhere(server: str, web_service: Memoro) -> None:
+    with client(server, "ann") as ann:
+        ann.put("/v1/memory", json={"block": "Preferred name: Al"})
+        ann.post(
+            "/v1/turns", json={"conversation": "trip", "question": "Flights?", "answer": "TAP"}
+        )
+        exported = ann.get("/v1/export")
+        assert exported.status_code == 200
+        assert "attachment" in exported.headers["content-disposition"]
+        data = exported.json()
+        assert data["format"] == "memoro-export" and data["block"]["text"] == "Preferred name: Al"
+    with client(server, "copy") as copy:
+        body = copy.post(
+            "/v1/imports", files={"file": ("ann.json", json.dumps(data).encode())}
+        ).json()
+        web_service.index_pending()
+        assert copy.get(f"/v1/imports/{body['id']}").json()["report"]["block"] == "restored"
+        assert copy.get("/v1/memory").json()["block"] == "Preferred name: Al"
