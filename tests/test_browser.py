@@ -300,3 +300,55 @@ def test_the_memory_page_works_from_the_keyboard(page: Page, url: str, service: 
     page.keyboard.press("Escape")  # a dialog closes on Escape and nothing is deleted
     expect(page.locator("#confirm-clear")).to_be_hidden()
     assert service.read_block(USER).text == "Name: Kim"  # type: ignore[union-attr]
+
+
+def test_an_export_is_imported_from_the_conversations_page(
+    page: Page, url: str, service: Memoro, tmp_path: Path
+) -> None:
+    service.worker.start()  # a worker runs the import the page queues
+    try:
+        page.goto(f"{url}/conversations")
+        expect(page.locator("body")).to_have_attribute("data-ready", "true")
+        fixture = Path(__file__).parent / "fixtures" / "imports" / "chatgpt-conversations.json"
+        page.set_input_files("#import-file", str(fixture))
+        page.click("#import-start")
+        expect(page.locator("#import-status")).to_contain_text(
+            "Imported 5 new turns from 3 conversations", timeout=20_000
+        )
+        expect(page.locator("#import-report")).to_contain_text("some_future_type (1)")
+        expect(page.locator("#list")).to_contain_text("Trip to Lisbon")
+        page.screenshot(path=str(tmp_path / "import.png"), full_page=True)
+        # the same file again adds nothing
+        page.click("#import-start")
+        expect(page.locator("#import-status")).to_contain_text(
+            "Imported 0 new turns from 3 conversations (5 already there)", timeout=20_000
+        )
+    finally:
+        service.worker.stop()
+
+
+def test_a_file_that_is_no_export_is_explained_on_the_page(
+    page: Page, url: str, service: Memoro, tmp_path: Path
+) -> None:
+    service.worker.start()
+    try:
+        page.goto(f"{url}/conversations")
+        expect(page.locator("body")).to_have_attribute("data-ready", "true")
+        notes = tmp_path / "notes.json"
+        notes.write_text('{"hello": "world"}')
+        page.set_input_files("#import-file", str(notes))
+        page.click("#import-start")
+        expect(page.locator("#import-status")).to_contain_text(
+            "The import failed: cannot tell which export", timeout=20_000
+        )
+    finally:
+        service.worker.stop()
+
+
+def test_download_my_data_gives_the_export(page: Page, url: str, service: Memoro) -> None:
+    service.write_block(USER, "Preferred name: Al", writer="user")
+    open_memory(page, url)
+    with page.expect_download() as download:
+        page.click("#download")
+    data = json.loads(Path(download.value.path()).read_text("utf-8"))
+    assert data["format"] == "memoro-export" and data["block"]["text"] == "Preferred name: Al"

@@ -22,7 +22,7 @@ def test_import_an_export_and_say_what_was_left_out(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0].startswith("Imported 5 new turns from 3 conversations (0 already there).")
-    assert "Left out (not dialogue): 2 tool traffic" in lines[1]
+    assert "Left out (not dialogue): tool traffic (2)" in lines[1]
     assert lines[2] == "Left out (content types memoro does not know): some_future_type (1)."
     listed = json.loads(run(tmp_path, "conversations", "list", "-u", "ann", "--json").stdout)
     assert {c["title"] for c in listed} == {"Trip to Lisbon", "Colours"}

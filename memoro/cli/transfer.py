@@ -90,7 +90,7 @@ def _details(report: ImportReport) -> list[str]:
     t = report.tally
     lines = []
     if t.skipped:
-        kept_out = ", ".join(f"{n:,} {why}" for why, n in t.skipped.most_common())
+        kept_out = ", ".join(f"{why} ({n:,})" for why, n in t.skipped.most_common())
         lines.append(f"Left out (not dialogue): {kept_out}.")
     if t.unknown:
         kinds = ", ".join(f"{kind} ({n:,})" for kind, n in t.unknown.most_common())

@@ -1,6 +1,6 @@
 // Calls to memoro's JSON API from the pages: same origin, the session
 // cookie, and the CSRF token from the page's meta tag on every write.
-const csrf = document.querySelector('meta[name="csrf-token"]')?.content ?? "";
+export const csrf = document.querySelector('meta[name="csrf-token"]')?.content ?? "";
 
 export async function call(method, path, body, headers = {}) {
   const init = { method, credentials: "same-origin", headers: { "X-CSRF-Token": csrf, ...headers } };
