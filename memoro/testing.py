@@ -93,7 +93,8 @@ class ScriptedLLM:
     """A fake chat model served over real HTTP in the OpenAI-compatible
     (``POST /v1/chat/completions``) and Anthropic (``POST /v1/messages``)
     wire formats, streaming or not. Each request takes the next scripted
-    step; ``requests`` keeps every request body for assertions.
+    step; ``requests`` keeps every request body and ``headers`` every
+    request's headers, for assertions.
 
         with ScriptedLLM([call("memory_write", {"block": "Name: Al"}), say("Done.")]) as llm:
             OpenAI(base_url=llm.openai_url, api_key="x")...
@@ -102,6 +103,7 @@ class ScriptedLLM:
     def __init__(self, steps: list[Step] | None = None) -> None:
         self.steps: list[Step] = list(steps or [])
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -126,9 +128,10 @@ class ScriptedLLM:
         self._server.shutdown()
         self._server.server_close()
 
-    def _next(self, body: dict[str, Any]) -> Step:
+    def _next(self, body: dict[str, Any], headers: dict[str, str]) -> Step:
         with self._lock:
             self.requests.append(body)
+            self.headers.append(headers)
             if not self.steps:
                 return Step(text="(the script has no more steps)")
             return self.steps.pop(0)
@@ -139,7 +142,7 @@ class ScriptedLLM:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                step = llm._next(body)
+                step = llm._next(body, {k.lower(): v for k, v in self.headers.items()})
                 anthropic = self.path.rstrip("/").endswith("/messages")
                 events = _anthropic_events(step, body) if anthropic else _openai_events(step, body)
                 if body.get("stream"):

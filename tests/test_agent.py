@@ -176,3 +176,52 @@ def test_text_streams_as_it_arrives(llm: ScriptedLLM, history: Memoro) -> None:
     llm.script(say("A longer answer that arrives in several pieces."))
     Agent(history, provider("openai", llm), USER).send("Hi", on_text=pieces.append)
     assert len(pieces) > 1 and "".join(pieces) == "A longer answer that arrives in several pieces."
+
+
+def sent_key(headers: dict[str, str]) -> str:
+    """The API key a request carried (Anthropic's SDKs have sent it either way)."""
+    return headers.get("x-api-key") or headers["authorization"].removeprefix("Bearer ")
+
+
+@pytest.mark.parametrize(
+    ("kind", "key_variable", "url_variable"),
+    [
+        ("openai", "OPENAI_API_KEY", "OPENAI_BASE_URL"),
+        ("anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+    ],
+)
+def test_the_providers_use_the_sdks_own_environment_variables(
+    kind: str,
+    key_variable: str,
+    url_variable: str,
+    llm: ScriptedLLM,
+    memoro: Memoro,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(key_variable, "sk-from-the-environment")
+    monkeypatch.setenv(url_variable, llm.openai_url if kind == "openai" else llm.url)
+    chosen = OpenAIProvider("fake-model") if kind == "openai" else AnthropicProvider("fake-model")
+    llm.script(say("Hello."))
+    assert Agent(memoro, chosen, USER).send("Hi").answer == "Hello."
+    assert sent_key(llm.headers[-1]) == "sk-from-the-environment"
+    # a key given explicitly wins over the variable
+    explicit = (
+        OpenAIProvider("fake-model", api_key="sk-given")
+        if kind == "openai"
+        else AnthropicProvider("fake-model", api_key="sk-given")
+    )
+    llm.script(say("Hello again."))
+    Agent(memoro, explicit, USER).send("Hi")
+    assert sent_key(llm.headers[-1]) == "sk-given"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_provider_api_without_a_key_is_a_configuration_error(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoro.errors import ConfigError
+
+    for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(variable, raising=False)
+    with pytest.raises(ConfigError, match="API_KEY"):
+        OpenAIProvider("gpt-4.1") if kind == "openai" else AnthropicProvider("claude")

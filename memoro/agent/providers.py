@@ -1,7 +1,9 @@
 """LLM providers for the agent: any OpenAI-compatible chat endpoint (OpenAI,
 vLLM, Ollama, llama.cpp server, LM Studio…) through the ``openai`` SDK, and
 Anthropic through the ``anthropic`` SDK with the cache breakpoint before the
-personal block (P4). Both stream text as it arrives.
+personal block. Both stream text as it arrives. Without an explicit key or
+base URL, each SDK reads its own environment variables (``OPENAI_API_KEY``,
+``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``).
 
 Messages are kept in one neutral shape: ``{"role": "user"|"assistant"|"tool",
 "content": str, "tool_calls": [ToolCall], "tool_call_id": str}``.
@@ -10,6 +12,7 @@ Messages are kept in one neutral shape: ``{"role": "user"|"assistant"|"tool",
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -51,6 +54,17 @@ class Provider(Protocol):
     ) -> Reply: ...
 
 
+def _key(given: str, variable: str, base_url: str | None) -> str | None:
+    """The key to send: the one given, else the SDK's own variable; an
+    endpoint of your own (a base URL) may need none, a provider's API does."""
+    if given:
+        return given
+    if os.environ.get(variable):
+        return os.environ[variable]
+    # local servers (Ollama, vLLM, llama.cpp) ignore the key but the SDKs want one
+    return "not-needed" if base_url else None
+
+
 class OpenAIProvider:
     """Chat Completions with streaming; the system prompt is one message whose
     stable part is a byte-identical prefix across turns."""
@@ -61,7 +75,13 @@ class OpenAIProvider:
         except ImportError:
             raise ConfigError("the OpenAI provider needs: pip install 'memoro[chat]'") from None
         self.model = model
-        self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed")
+        key = _key(api_key, "OPENAI_API_KEY", base_url or os.environ.get("OPENAI_BASE_URL"))
+        if key is None:
+            raise ConfigError(
+                "the OpenAI provider needs an API key: set OPENAI_API_KEY (or MEMORO_LLM_KEY),"
+                " or MEMORO_LLM_URL to a local endpoint that needs none"
+            )
+        self.client = openai.OpenAI(base_url=base_url, api_key=key)
 
     def complete(
         self,
@@ -128,7 +148,7 @@ def _openai_message(message: Message) -> dict[str, Any]:
 
 class AnthropicProvider:
     """The Messages API with streaming; the system prompt is two blocks with a
-    cache breakpoint after the stable one, before the personal block (P4)."""
+    cache breakpoint after the stable one, before the personal block."""
 
     def __init__(
         self, model: str, base_url: str | None = None, api_key: str = "", max_tokens: int = 2048
@@ -139,7 +159,13 @@ class AnthropicProvider:
             raise ConfigError("the Anthropic provider needs: pip install 'memoro[chat]'") from None
         self.model = model
         self.max_tokens = max_tokens
-        self.client = anthropic.Anthropic(base_url=base_url, api_key=api_key or "not-needed")
+        key = _key(api_key, "ANTHROPIC_API_KEY", base_url or os.environ.get("ANTHROPIC_BASE_URL"))
+        if key is None:
+            raise ConfigError(
+                "the Anthropic provider needs an API key: set ANTHROPIC_API_KEY (or"
+                " MEMORO_LLM_KEY)"
+            )
+        self.client = anthropic.Anthropic(base_url=base_url, api_key=key)
 
     def complete(
         self,
