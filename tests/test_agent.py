@@ -221,7 +221,12 @@ def test_a_provider_api_without_a_key_is_a_configuration_error(
 ) -> None:
     from memoro.errors import ConfigError
 
-    for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+    for variable in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+    ):
         monkeypatch.delenv(variable, raising=False)
     with pytest.raises(ConfigError, match="API_KEY"):
         OpenAIProvider("gpt-4.1") if kind == "openai" else AnthropicProvider("claude")

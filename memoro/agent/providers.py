@@ -162,8 +162,7 @@ class AnthropicProvider:
         key = _key(api_key, "ANTHROPIC_API_KEY", base_url or os.environ.get("ANTHROPIC_BASE_URL"))
         if key is None:
             raise ConfigError(
-                "the Anthropic provider needs an API key: set ANTHROPIC_API_KEY (or"
-                " MEMORO_LLM_KEY)"
+                "the Anthropic provider needs an API key: set ANTHROPIC_API_KEY (or MEMORO_LLM_KEY)"
             )
         self.client = anthropic.Anthropic(base_url=base_url, api_key=key)
 
