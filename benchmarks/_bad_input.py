@@ -32,6 +32,7 @@ from _cases import (
     TOOLS,
     TURNS,
     UNAUTHORIZED,
+    VERIFIER,
 )
 from _place import Place, Row
 from _server import start, stop
@@ -354,7 +355,7 @@ class Corpus:
     def tokens(self) -> None:
         for n, token in enumerate(TOKENS):
             try:
-                SIGNER.verify(token)
+                VERIFIER.verify(token)
                 reference: Outcome = (OK, None)
             except Unauthorized:
                 reference = (UNAUTHORIZED, None)

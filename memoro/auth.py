@@ -1,95 +1,217 @@
 """Who the user is, for every front end that serves more than one user.
 
-A host application signs short-lived **user tokens** with a shared secret
-(``MEMORO_SECRET``); memoro checks the signature and the expiry and takes the
-user id from the token — never from a request body or query (T4). The
-settings page trades a token for a **session** of the same form, which also
-carries a CSRF value the page must echo in a header.
+A host application proves who its user is with a standard **JSON Web Token**
+(RFC 7519), which memoro verifies with PyJWT:
 
-    v1.<base64url(JSON payload)>.<base64url(HMAC-SHA256(secret, payload))>
+- **HS256**, signed with the secret the host shares with memoro
+  (``MEMORO_SECRET``), or
+- **RS256 / ES256**, signed by an identity provider whose public keys memoro
+  reads from a JWKS URL (``MEMORO_JWKS_URL``; cached, and fetched again when
+  a token names a key it has not seen, so key rotation needs no restart).
+
+Every token must carry ``exp``; ``iss`` and ``aud`` are checked when
+``MEMORO_TOKEN_ISSUER`` / ``MEMORO_TOKEN_AUDIENCE`` are set; ``MEMORO_CLOCK_SKEW``
+seconds of difference between the clocks are tolerated. The user id is the
+claim ``MEMORO_USER_CLAIM`` names (``sub`` by default) — never a field of a
+request body or query. ``alg: none`` and every algorithm memoro was not set
+up for are refused.
+
+The settings pages trade a token for a **session**: a cookie memoro signs with
+a key of its own (derived from ``MEMORO_SECRET``, else random for the
+process), carrying a CSRF value the pages echo in a header. A session is
+never accepted as a token, nor a token as a session.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
-import json
 import secrets
 import time
 from dataclasses import dataclass
+from typing import Any
 
-from memoro.errors import ConfigError, InvalidUser, Unauthorized
+import jwt
+
+from memoro.errors import ConfigError, InvalidUser, KeysUnavailable, Unauthorized
 from memoro.turns import check_user
 
 MIN_SECRET = 32
 DEFAULT_TTL = 3600
 SESSION_TTL = 8 * 3600
-
-
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+SESSION_AUDIENCE = "memoro-session"
+JWKS_ALGORITHMS = ("RS256", "ES256")
 
 
 @dataclass(frozen=True)
 class Claims:
-    """What a valid token says."""
+    """What a valid token or session says."""
 
     user_id: str
     expires: int
-    kind: str
     csrf: str | None = None
 
 
+def _checked_secret(secret: str) -> bytes:
+    if len(secret) < MIN_SECRET:
+        raise ConfigError(f"MEMORO_SECRET must be at least {MIN_SECRET} characters for token auth")
+    return secret.encode()
+
+
 class Signer:
-    """Issues and checks tokens with one secret."""
+    """Issues HS256 user tokens with the shared secret, as a host application
+    does (``memoro token issue``, tests, scripts)."""
 
-    def __init__(self, secret: str) -> None:
-        if len(secret) < MIN_SECRET:
-            raise ConfigError(
-                f"MEMORO_SECRET must be at least {MIN_SECRET} characters for token auth"
-            )
-        self._key = secret.encode()
+    def __init__(
+        self, secret: str, *, issuer: str = "", audience: str = "", user_claim: str = "sub"
+    ) -> None:
+        self._key = _checked_secret(secret)
+        self.issuer, self.audience, self.user_claim = issuer, audience, user_claim
 
-    def _sign(self, payload: dict[str, object]) -> str:
-        body = _b64(json.dumps(payload, separators=(",", ":"), sort_keys=True).encode())
-        mac = hmac.new(self._key, f"v1.{body}".encode(), hashlib.sha256).digest()
-        return f"v1.{body}.{_b64(mac)}"
-
-    def issue(self, user_id: str, ttl: int = DEFAULT_TTL) -> str:
-        """A user token valid for ``ttl`` seconds."""
+    def issue(self, user_id: str, ttl: int = DEFAULT_TTL, **extra: Any) -> str:
+        """A token for ``user_id`` that expires in ``ttl`` seconds."""
         check_user(user_id)
-        return self._sign({"sub": user_id, "exp": int(time.time()) + ttl, "kind": "user"})
+        now = int(time.time())
+        claims: dict[str, Any] = {self.user_claim: user_id, "iat": now, "exp": now + ttl}
+        if self.issuer:
+            claims["iss"] = self.issuer
+        if self.audience:
+            claims["aud"] = self.audience
+        return jwt.encode({**claims, **extra}, self._key, algorithm="HS256")
 
-    def session(self, user_id: str, ttl: int = SESSION_TTL) -> tuple[str, str]:
-        """A session cookie value and its CSRF value."""
-        csrf = secrets.token_urlsafe(24)
-        payload = {"sub": user_id, "exp": int(time.time()) + ttl, "kind": "session", "csrf": csrf}
-        return self._sign(payload), csrf
 
-    def verify(self, token: str, kind: str = "user") -> Claims:
-        """The claims of a valid, unexpired token of ``kind``, else Unauthorized."""
+class TokenVerifier:
+    """Checks user tokens: the signature (HS256 with the secret, RS256/ES256
+    with the JWKS URL's keys), expiry, issuer and audience; returns the user."""
+
+    def __init__(
+        self,
+        *,
+        secret: str = "",
+        jwks_url: str = "",
+        issuer: str = "",
+        audience: str = "",
+        user_claim: str = "sub",
+        clock_skew: int = 60,
+        jwks_lifespan: float = 300,
+        jwks_cooldown: float = 10,
+    ) -> None:
+        if not secret and not jwks_url:
+            raise ConfigError(
+                "token auth needs MEMORO_SECRET (HS256 tokens your application signs) or"
+                " MEMORO_JWKS_URL (RS256/ES256 tokens of an identity provider)"
+            )
+        self._secret = _checked_secret(secret) if secret else None
+        self._jwks = (
+            jwt.PyJWKClient(
+                jwks_url,
+                cache_jwk_set=True,
+                lifespan=jwks_lifespan,
+                timeout=10,
+                cooldown_duration=jwks_cooldown,
+            )
+            if jwks_url
+            else None
+        )
+        self.issuer, self.audience, self.user_claim = issuer, audience, user_claim
+        self.clock_skew = clock_skew
+
+    @property
+    def algorithms(self) -> tuple[str, ...]:
+        return (("HS256",) if self._secret else ()) + (JWKS_ALGORITHMS if self._jwks else ())
+
+    def verify(self, token: str) -> Claims:
+        """The claims of a valid, unexpired token, else Unauthorized."""
         try:
-            version, body, mac = token.split(".")
-            expected = hmac.new(self._key, f"{version}.{body}".encode(), hashlib.sha256).digest()
-            if version != "v1" or not hmac.compare_digest(_unb64(mac), expected):
-                raise Unauthorized("the token's signature is not valid")
-            payload = json.loads(_unb64(body))
-        except (ValueError, TypeError, RecursionError):
-            raise Unauthorized("the token is malformed") from None
-        if not isinstance(payload, dict):
-            raise Unauthorized("the token is malformed: its claims are not a JSON object")
-        if payload.get("kind") != kind:
-            raise Unauthorized(f"expected a {kind} token")
-        if not isinstance(payload.get("exp"), int) or payload["exp"] <= time.time():
-            raise Unauthorized("the token has expired")
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError:
+            raise Unauthorized("the token is malformed: it is not a JSON Web Token") from None
+        alg = header.get("alg")
+        if alg not in self.algorithms:
+            accepted = ", ".join(self.algorithms)
+            raise Unauthorized(f"the token's algorithm {alg!r} is not accepted (only {accepted})")
+        key: Any = self._secret if alg == "HS256" else self._jwk(token)
+        required = ["exp"] + (["iss"] if self.issuer else []) + (["aud"] if self.audience else [])
+        payload = _decode(
+            token,
+            key,
+            algorithms=[alg],
+            issuer=self.issuer or None,
+            audience=self.audience or None,
+            leeway=self.clock_skew,
+            options={"require": required},
+        )
         try:
-            user_id = check_user(payload.get("sub"))
+            user_id = check_user(payload.get(self.user_claim))
         except InvalidUser as exc:
-            raise Unauthorized(f"the token names no valid user: {exc}") from None
-        csrf = payload.get("csrf")
-        return Claims(user_id, payload["exp"], kind, csrf if isinstance(csrf, str) else None)
+            raise Unauthorized(
+                f"the token names no valid user in its {self.user_claim!r} claim: {exc}"
+            ) from None
+        return Claims(user_id, int(payload["exp"]))
+
+    def _jwk(self, token: str) -> Any:
+        assert self._jwks is not None
+        try:
+            return self._jwks.get_signing_key_from_jwt(token).key
+        except jwt.PyJWKClientConnectionError as exc:
+            raise KeysUnavailable(f"the signing keys could not be fetched: {exc}") from None
+        except jwt.PyJWTError as exc:
+            raise Unauthorized(f"no signing key of MEMORO_JWKS_URL fits the token: {exc}") from None
+
+
+class Sessions:
+    """The settings pages' sessions: short JWTs under memoro's own key, each
+    with a CSRF value."""
+
+    def __init__(self, secret: str = "") -> None:
+        # a key of its own, so that a session and a user token can never stand in
+        # for each other; without a secret, sessions last as long as the process
+        self._key = (
+            hmac.new(secret.encode(), b"memoro session key", hashlib.sha256).digest()
+            if secret
+            else secrets.token_bytes(32)
+        )
+
+    def start(self, user_id: str, ttl: int = SESSION_TTL) -> tuple[str, str]:
+        """A session cookie value for ``user_id`` and its CSRF value."""
+        csrf = secrets.token_urlsafe(24)
+        now = int(time.time())
+        claims = {"sub": user_id, "exp": now + ttl, "aud": SESSION_AUDIENCE, "csrf": csrf}
+        return jwt.encode(claims, self._key, algorithm="HS256"), csrf
+
+    def verify(self, cookie: str) -> Claims:
+        """The claims of a valid, unexpired session, else Unauthorized."""
+        payload = _decode(
+            cookie,
+            self._key,
+            algorithms=["HS256"],
+            audience=SESSION_AUDIENCE,
+            options={"require": ["exp", "aud", "sub", "csrf"]},
+        )
+        try:
+            return Claims(check_user(payload["sub"]), int(payload["exp"]), str(payload["csrf"]))
+        except InvalidUser as exc:
+            raise Unauthorized(f"the session names no valid user: {exc}") from None
+
+
+_REASONS: tuple[tuple[type[jwt.PyJWTError], str], ...] = (
+    (jwt.ExpiredSignatureError, "the token has expired"),
+    (jwt.ImmatureSignatureError, "the token is not valid yet (nbf or iat is in the future)"),
+    (jwt.InvalidAudienceError, "the token is meant for another audience (aud)"),
+    (jwt.InvalidIssuerError, "the token comes from another issuer (iss)"),
+    (jwt.InvalidSignatureError, "the token's signature is not valid"),
+)
+
+
+def _decode(token: str, key: Any, **options: Any) -> dict[str, Any]:
+    """PyJWT's decode, its errors told in words."""
+    try:
+        payload: dict[str, Any] = jwt.decode(token, key, **options)
+    except jwt.MissingRequiredClaimError as exc:
+        raise Unauthorized(f"the token has no {exc.claim!r} claim") from None
+    except jwt.PyJWTError as exc:
+        reason = next((text for cls, text in _REASONS if isinstance(exc, cls)), None)
+        raise Unauthorized(reason or f"the token is malformed: {exc}") from None
+    except (ValueError, TypeError, RecursionError):
+        raise Unauthorized("the token is malformed") from None
+    return payload

@@ -6,14 +6,15 @@ to CLI messages.
     │   ├── InvalidUser     a user id that is empty, too long or has controls
     │   ├── UnknownTool     a tool name memoro does not define
     │   └── TooLarge        an upload over the size memoro accepts
-    ├── BlockChanged        a precondition (If-Match) no longer holds (M8)
+    ├── BlockChanged        a precondition (If-Match) no longer holds
     ├── Unauthorized        no valid user token or session
+    ├── KeysUnavailable     the identity provider's signing keys could not be fetched
     ├── ConfigError         a setting has a value memoro cannot use
     └── StoreError          the database could not do what was asked
         └── MigrationError  the schema is newer than this memoro, or broken
 
 A write the rules reject (over the limit, empty) is not an exception: it is a
-result the model reads and acts on (M4, M5).
+result the model reads and acts on.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class TooLarge(InvalidInput):
 
 
 class BlockChanged(MemoroError):
-    """The block is no longer what the caller started from (M8, S3).
+    """The block is no longer what the caller started from.
 
     ``current`` is the block as it is now (``None`` when there is none), so the
     caller can show it or retry on top of it.
@@ -69,6 +70,13 @@ class Unauthorized(MemoroError):
     """The request carries no valid, unexpired user token or session."""
 
     code = "unauthorized"
+
+
+class KeysUnavailable(MemoroError):
+    """The signing keys at MEMORO_JWKS_URL could not be fetched, so no token
+    signed with them can be checked now (HTTP 503: try again later)."""
+
+    code = "keys_unavailable"
 
 
 class ConfigError(MemoroError):

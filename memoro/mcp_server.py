@@ -26,7 +26,7 @@ from pydantic.networks import AnyUrl
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from memoro.errors import Unauthorized
+from memoro.errors import KeysUnavailable, Unauthorized
 from memoro.inputs import clean_json_message
 from memoro.prompt import memory_section
 from memoro.service import Memoro
@@ -178,7 +178,12 @@ class _Authenticated:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             if self.user_of is not None:
-                self.user_of(Request(scope))
+                # checking a token may fetch an identity provider's keys: not on the loop
+                await anyio.to_thread.run_sync(self.user_of, Request(scope))
+        except KeysUnavailable as exc:
+            body = {"error": {"code": exc.code, "message": str(exc)}}
+            await JSONResponse(body, status_code=503)(scope, receive, send)
+            return
         except Unauthorized as exc:
             status = 403 if exc.code == "forbidden" else 401
             body = {"error": {"code": exc.code, "message": str(exc)}}

@@ -97,15 +97,55 @@ SETTINGS: tuple[Setting, ...] = (
         env="MEMORO_AUTH",
         default="local",
         help="Who the HTTP user is: local (one local user, no login; loopback only) or"
-        " token (short-lived user tokens signed with MEMORO_SECRET by your application).",
+        " token (JWTs: HS256 signed with MEMORO_SECRET by your application, or RS256/ES256"
+        " from an identity provider's MEMORO_JWKS_URL).",
         choices=("local", "token"),
     ),
     Setting(
         name="secret",
         env="MEMORO_SECRET",
         default="",
-        help="Shared secret that signs user tokens (auth token); at least 32 characters.",
+        help="Shared secret of HS256 user tokens (JWTs your application signs; auth token),"
+        " at least 32 characters; it also keys the pages' sessions.",
         metavar="SECRET",
+    ),
+    Setting(
+        name="jwks_url",
+        env="MEMORO_JWKS_URL",
+        default="",
+        help="URL of an identity provider's JSON Web Key Set: RS256/ES256 user tokens signed"
+        " with its keys are accepted (auth token). Keys are cached and fetched again for a"
+        " key id not seen yet.",
+        metavar="URL",
+    ),
+    Setting(
+        name="token_issuer",
+        env="MEMORO_TOKEN_ISSUER",
+        default="",
+        help="When set, a user token's iss claim must be exactly this.",
+        metavar="ISSUER",
+    ),
+    Setting(
+        name="token_audience",
+        env="MEMORO_TOKEN_AUDIENCE",
+        default="",
+        help="When set, a user token's aud claim must name this audience.",
+        metavar="AUDIENCE",
+    ),
+    Setting(
+        name="user_claim",
+        env="MEMORO_USER_CLAIM",
+        default="sub",
+        help="The user token claim that holds the user id.",
+        metavar="CLAIM",
+    ),
+    Setting(
+        name="clock_skew",
+        env="MEMORO_CLOCK_SKEW",
+        default="60",
+        help="Seconds by which a user token's exp, nbf and iat may be off, for clocks that"
+        " disagree.",
+        metavar="SECONDS",
     ),
     Setting(
         name="local_user",
@@ -144,6 +184,14 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="KEY",
     ),
     Setting(
+        name="log_level",
+        env="MEMORO_LOG_LEVEL",
+        default="info",
+        help="How much memoro logs: debug, info (memoro serve: one line per request),"
+        " warning or error.",
+        choices=("debug", "info", "warning", "error"),
+    ),
+    Setting(
         name="worker",
         env="MEMORO_WORKER",
         default="thread",
@@ -169,11 +217,17 @@ class Settings:
     import_max_mb: int = 1024
     auth: str = "local"
     secret: str = ""
+    jwks_url: str = ""
+    token_issuer: str = ""
+    token_audience: str = ""
+    user_claim: str = "sub"
+    clock_skew: int = 60
     local_user: str = "local"
     llm: str = "none"
     llm_url: str = ""
     llm_model: str = ""
     llm_key: str = ""
+    log_level: str = "info"
     worker: str = "thread"
 
     @property
@@ -215,6 +269,7 @@ class Settings:
             home=home,
             index_threads=_whole(values.pop("index_threads"), "MEMORO_INDEX_THREADS", 0, 256),
             import_max_mb=_whole(values.pop("import_max_mb"), "MEMORO_IMPORT_MAX_MB", 1, 1 << 20),
+            clock_skew=_whole(values.pop("clock_skew"), "MEMORO_CLOCK_SKEW", 0, 86_400),
             **values,
         )
 

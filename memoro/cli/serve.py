@@ -62,7 +62,7 @@ def serve(ctx: click.Context, host: str, port: int) -> None:
             f"auth local serves one user with no login, so it listens on loopback only;"
             f" set MEMORO_AUTH=token and MEMORO_SECRET to listen on {host}"
         )
-    auth = AuthConfig.build(settings.auth, settings.secret, settings.local_user)
+    auth = AuthConfig.from_settings(settings)
     provider = None
     if settings.llm != "none":
         from memoro.agent import make_provider
@@ -112,10 +112,18 @@ def token() -> None:
 )
 @click.pass_context
 def token_issue(ctx: click.Context, user: str, ttl: int) -> None:
-    """Print a token signed with MEMORO_SECRET (for tests and scripts; your
-    application signs its own the same way)."""
+    """Print a user token: a JWT (HS256) signed with MEMORO_SECRET, with the
+    user in MEMORO_USER_CLAIM and the issuer and audience memoro checks. For
+    tests and scripts; your application signs its own the same way with any
+    JWT library."""
     settings: Settings = ctx.find_root().obj
-    click.echo(Signer(settings.secret).issue(user, ttl))
+    signer = Signer(
+        settings.secret,
+        issuer=settings.token_issuer,
+        audience=settings.token_audience,
+        user_claim=settings.user_claim,
+    )
+    click.echo(signer.issue(user, ttl))
 
 
 @cli.command("migrate")

@@ -25,6 +25,7 @@ from memoro.errors import (
     BlockChanged,
     ConfigError,
     InvalidInput,
+    KeysUnavailable,
     MemoroError,
     StoreError,
     TooLarge,
@@ -37,7 +38,6 @@ from memoro.web import api, chat, imports, login
 from memoro.web.chat import Agents
 from memoro.web.security import (
     CSP,
-    SESSION_COOKIE,
     AuthConfig,
     BodyLimit,
     Forbidden,
@@ -55,6 +55,7 @@ STATUS = {
     InvalidInput: 422,
     ConfigError: 500,
     StoreError: 503,
+    KeysUnavailable: 503,
 }
 
 
@@ -179,9 +180,9 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
         except Unauthorized:
             return login.not_signed_in(request)
         csrf = auth.local_csrf
-        if auth.mode == "token" and auth.signer is not None:
-            cookie = request.cookies.get(SESSION_COOKIE, "")
-            csrf = auth.signer.verify(cookie, kind="session").csrf or "" if cookie else ""
+        if auth.mode == "token":
+            session = auth.session(request)
+            csrf = session.csrf or "" if session else ""
         text = (
             _read(name)
             .replace("{{nav}}", _nav(request.url.path))

@@ -76,10 +76,10 @@ def _hidden(name: str, value: str) -> str:
 def login_link(request: Request, token: str = "") -> Response:
     """Check the token, then post it back from this site (see the module)."""
     auth: AuthConfig = request.app.state.auth
-    if auth.mode != "token" or auth.signer is None:
+    if auth.mode != "token" or auth.tokens is None:
         return RedirectResponse("/memory", status_code=303)
     try:
-        auth.signer.verify(token)
+        auth.tokens.verify(token)
     except Unauthorized as exc:
         return _bad_token(exc)
     return page(
@@ -95,7 +95,7 @@ async def login(request: Request) -> Response:
     """Start a session for the token's user, unless the browser is signed in
     as someone else and the person has not confirmed the switch."""
     auth: AuthConfig = request.app.state.auth
-    if auth.mode != "token" or auth.signer is None:
+    if auth.mode != "token" or auth.tokens is None or auth.sessions is None:
         return RedirectResponse("/memory", status_code=303)
     try:
         check_origin(request)
@@ -103,17 +103,17 @@ async def login(request: Request) -> Response:
         return page("Sign-in refused", f"<p>{_sentence(exc)}.</p>", 403)
     form = {k: v[0] for k, v in parse_qs((await request.body()).decode("utf-8", "replace")).items()}
     try:
-        claims = auth.signer.verify(form.get("token", ""))
+        claims = auth.tokens.verify(form.get("token", ""))
     except Unauthorized as exc:
         return _bad_token(exc)
-    current = _session(request, auth)
+    current = auth.session(request)
     if current is not None and current.user_id != claims.user_id:
         confirmed = form.get("switch") == "yes" and secrets.compare_digest(
             form.get("csrf", ""), current.csrf or ""
         )
         if not confirmed:
             return _confirm_switch(current, claims, form["token"])
-    session, _ = auth.signer.session(claims.user_id)
+    session, _ = auth.sessions.start(claims.user_id)
     response = RedirectResponse("/memory", status_code=303)
     response.set_cookie(
         SESSION_COOKIE,
@@ -124,16 +124,6 @@ async def login(request: Request) -> Response:
         path="/",
     )
     return response
-
-
-def _session(request: Request, auth: AuthConfig) -> Claims | None:
-    cookie = request.cookies.get(SESSION_COOKIE)
-    if not cookie or auth.signer is None:
-        return None
-    try:
-        return auth.signer.verify(cookie, kind="session")
-    except Unauthorized:
-        return None
 
 
 def _confirm_switch(current: Claims, new: Claims, token: str) -> HTMLResponse:

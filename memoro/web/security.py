@@ -1,19 +1,22 @@
 """Who is asking, for every HTTP request: the local user on loopback, or the
-user of a signed token or session (T4, C5). Also the headers that keep the
-pages inert (CSP) and the request-size limit."""
+user of a verified token or session. Also the headers that keep the pages
+inert (CSP) and the request-size limit."""
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from fastapi import Request
 
-from memoro.auth import Signer
+from memoro.auth import Claims, Sessions, TokenVerifier
 from memoro.errors import ConfigError, Unauthorized
+
+if TYPE_CHECKING:
+    from memoro.settings import Settings
 
 SESSION_COOKIE = "memoro_session"
 CSRF_HEADER = "x-csrf-token"
@@ -38,17 +41,44 @@ class Forbidden(Unauthorized):
 class AuthConfig:
     mode: str
     local_user: str
-    signer: Signer | None = None
+    tokens: TokenVerifier | None = None
+    sessions: Sessions | None = None
     # the local page echoes this in a header; cross-site pages cannot read it
     local_csrf: str = field(default_factory=lambda: secrets.token_urlsafe(24))
 
     @classmethod
-    def build(cls, mode: str, secret: str, local_user: str) -> AuthConfig:
+    def build(cls, mode: str, secret: str, local_user: str, **token_rules: Any) -> AuthConfig:
+        """``token_rules`` are TokenVerifier's (jwks_url, issuer, audience…)."""
         if mode == "token":
-            return cls(mode, local_user, Signer(secret))
+            return cls(
+                mode, local_user, TokenVerifier(secret=secret, **token_rules), Sessions(secret)
+            )
         if mode != "local":
             raise ConfigError(f"unknown auth mode {mode!r}")
         return cls(mode, local_user)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> AuthConfig:
+        return cls.build(
+            settings.auth,
+            settings.secret,
+            settings.local_user,
+            jwks_url=settings.jwks_url,
+            issuer=settings.token_issuer,
+            audience=settings.token_audience,
+            user_claim=settings.user_claim,
+            clock_skew=settings.clock_skew,
+        )
+
+    def session(self, request: Request) -> Claims | None:
+        """The request's valid session, if it has one."""
+        cookie = request.cookies.get(SESSION_COOKIE)
+        if not cookie or self.sessions is None:
+            return None
+        try:
+            return self.sessions.verify(cookie)
+        except Unauthorized:
+            return None
 
 
 def _host_name(host: str) -> str:
@@ -82,13 +112,13 @@ def current_user(request: Request) -> str:
         if _host_name(request.headers.get("host", "")) not in LOOPBACK_HOSTS:
             raise Forbidden("local mode answers only on localhost")
         return auth.local_user
-    assert auth.signer is not None
+    assert auth.tokens is not None and auth.sessions is not None
     header = request.headers.get("authorization", "")
     if header.lower().startswith("bearer "):
-        return auth.signer.verify(header[7:].strip()).user_id
+        return auth.tokens.verify(header[7:].strip()).user_id
     cookie = request.cookies.get(SESSION_COOKIE)
     if cookie:
-        claims = auth.signer.verify(cookie, kind="session")
+        claims = auth.sessions.verify(cookie)
         if request.method in UNSAFE and not secrets.compare_digest(
             request.headers.get(CSRF_HEADER, ""), claims.csrf or ""
         ):
