@@ -360,8 +360,12 @@ class Memoro(Transfers):
         """The embedding model in use, vectors per model, how many chunks
         lack a vector from the current model, and the job queue."""
         model = self.embedder.model_id if self.embedder else None
-        missing, total = self.store.count_chunks_missing_vectors(model) if model else (0, 0)
+        # with keyword search alone every chunk "misses" the model named "": the total
+        missing, total = self.store.count_chunks_missing_vectors(model or "")
+        if model is None:
+            missing = 0
         return {
+            "database": self.settings.database_description(),
             "model": model,
             "vectors_by_model": self.store.vector_models(),
             "chunks": total,

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import platformdirs
 
@@ -233,6 +234,29 @@ class Settings:
     @property
     def database_path(self) -> Path:
         return self.home / "memoro.db"
+
+    def database_description(self) -> dict[str, str]:
+        """Which database these settings name, without a password: the
+        backend and the SQLite file, or the PostgreSQL server, database and
+        role."""
+        if not self.database_url:
+            return {"backend": "sqlite", "path": str(self.database_path)}
+        url = urlsplit(self.database_url)
+        query = parse_qs(url.query)
+        server = url.netloc.rsplit("@", 1)[-1] or query.get("host", ["localhost"])[0]
+        return {
+            "backend": "postgresql",
+            "server": server,
+            "database": url.path.lstrip("/") or query.get("dbname", [""])[0] or "(default)",
+            "user": url.username or query.get("user", [""])[0] or "(default)",
+        }
+
+    def database_words(self) -> str:
+        """The database in words, for people."""
+        where = self.database_description()
+        if where["backend"] == "sqlite":
+            return f"SQLite, {where['path']}"
+        return f"PostgreSQL, database {where['database']} on {where['server']} as {where['user']}"
 
     def open_store(self) -> Any:
         """The store these settings name: PostgreSQL for a postgresql:// URL,

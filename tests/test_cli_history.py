@@ -89,6 +89,27 @@ def test_jobs_worker_and_status(tmp_path: Path) -> None:
     assert "0 pending, 0 running, 0 failed" in run(tmp_path, "jobs").stdout
     status = json.loads(run(tmp_path, "status", "--json").stdout)
     assert status["model"] is None and status["jobs"]["pending"] == 0
+    assert status["chunks"] == 1  # keyword search alone still counts what is indexed
+    assert status["database"] == {"backend": "sqlite", "path": str(tmp_path / "memoro.db")}
+
+
+def test_status_speaks_to_people_by_default(tmp_path: Path) -> None:
+    run(tmp_path, "turn", "add", "-u", "ann", "-c", "c", "-q", "q", "-a", "a")
+    shown = run(tmp_path, "status").stdout
+    assert f"Database:        SQLite, {tmp_path / 'memoro.db'}" in shown
+    assert "Chunks:          1 indexed" in shown
+    assert "Jobs:            0 waiting, 0 running, 0 failed" in shown
+    assert "{" not in shown and "'" not in shown  # no Python reprs
+
+
+def test_jobs_says_how_many_more_there_are(tmp_path: Path) -> None:
+    for i in range(4):
+        run(tmp_path, "turn", "add", "-u", "ann", "-c", "c", "-q", f"q{i}", "-a", "a", "--no-index")
+    listed = run(tmp_path, "jobs", "--limit", "3").stdout.splitlines()
+    assert listed[0] == "4 pending, 0 running, 0 failed"
+    assert len(listed) == 5 and listed[1].startswith("#1 index_turn for 'ann', pending, 0 attempts")
+    assert listed[-1].startswith("… and 1 more not listed")
+    assert "more not listed" not in run(tmp_path, "jobs").stdout
 
 
 def test_reindex_after_switching_from_keyword_only_to_the_local_model(tmp_path: Path) -> None:
@@ -177,3 +198,18 @@ def test_a_progress_bar_on_a_terminal_shows_count_rate_and_time_left() -> None:
     with Progress(200, "Indexing", "turn", out=quiet, quiet=True) as bar:
         bar.update(50)
     assert quiet.getvalue() == ""
+
+
+def test_status_on_postgresql_names_the_server_not_a_sqlite_file(
+    tmp_path: Path, postgres: tuple[str, str]
+) -> None:
+    from tests import postgres as pg
+
+    admin, url = postgres
+    pg.clean(admin)
+    env = {"MEMORO_HOME": str(tmp_path), "MEMORO_EMBEDDER": "keyword", "MEMORO_DATABASE_URL": url}
+    CliRunner().invoke(cli, ["turn", "add", "-u", "ann", "-c", "c", "-q", "q", "-a", "a"], env=env)
+    shown = CliRunner().invoke(cli, ["status"], env=env).stdout
+    assert "Database:        PostgreSQL, database postgres on " in shown
+    assert "as memoro_worker" in shown and "memoro.db" not in shown
+    assert "Chunks:          1 indexed" in shown

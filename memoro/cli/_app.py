@@ -5,6 +5,7 @@ line on stderr, never a traceback."""
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -65,6 +66,29 @@ def open_memoro(ctx: click.Context) -> Memoro:
     memoro = Memoro(settings.open_store(), settings, worker=False)
     ctx.call_on_close(memoro.close)
     return memoro
+
+
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """A handler that writes to whatever sys.stderr is when a record comes."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
+def log_to_stderr(level: str) -> None:
+    """memoro's log lines on stderr at ``level`` (MEMORO_LOG_LEVEL), for the
+    long-running commands."""
+    logger = logging.getLogger("memoro")
+    logger.setLevel(level.upper())
+    if not any(isinstance(h, _Stderr) for h in logger.handlers):
+        handler = _Stderr()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
 
 
 def emit_raw(text: str) -> None:

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from pathlib import Path
 from types import FrameType
+from typing import cast
 
 import click
 
 from memoro.block import without_controls
-from memoro.cli._app import cli, open_memoro, print_json, read_stdin, user_option
+from memoro.cli._app import cli, log_to_stderr, open_memoro, print_json, read_stdin, user_option
 from memoro.cli._progress import Progress, duration, plural
 from memoro.errors import InvalidInput
 from memoro.history.fusion import Mode
@@ -213,6 +213,7 @@ def worker(ctx: click.Context, once: bool, quiet: bool) -> None:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    log_to_stderr(memoro.settings.log_level)
     memoro.warn_if_cannot_run_jobs()
     click.echo(f"memoro worker {memoro.worker.name} running; Ctrl-C stops it.", err=True)
     memoro.worker.run_forever()
@@ -221,24 +222,33 @@ def worker(ctx: click.Context, once: bool, quiet: bool) -> None:
 
 @cli.group("jobs", invoke_without_command=True)
 @click.option("--failed", is_flag=True, help="Only jobs set aside after failing.")
+@click.option(
+    "--limit", default=100, show_default=True, type=click.IntRange(1), help="List at most N jobs."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.pass_context
-def jobs(ctx: click.Context, failed: bool, as_json: bool) -> None:
+def jobs(ctx: click.Context, failed: bool, limit: int, as_json: bool) -> None:
     """List the background job queue (pending, running, failed)."""
     if ctx.invoked_subcommand is not None:
         return
     memoro = open_memoro(ctx)
-    listed = memoro.store.list_jobs(JobStatus.FAILED if failed else None)
+    listed = memoro.store.list_jobs(JobStatus.FAILED if failed else None, limit=limit)
     if as_json:
         print_json([job.to_json() for job in listed])
         return
     counts = memoro.store.count_jobs()
-    click.echo(", ".join(f"{n} {status.value}" for status, n in counts.items()))
+    click.echo(", ".join(f"{n:,} {status.value}" for status, n in counts.items()))
     for job in listed:
         error = f"  error: {job.last_error}" if job.last_error else ""
         click.echo(
-            f"#{job.id} {job.kind} {job.status.value} attempts={job.attempts}"
-            f" {json.dumps(job.payload)}{error}"
+            f"#{job.id} {job.kind} for {job.user_id!r}, {job.status.value},"
+            f" {plural(job.attempts, 'attempt')} {json.dumps(job.payload)}{error}"
+        )
+    shown = counts[JobStatus.FAILED] if failed else sum(counts.values())
+    if shown > len(listed):
+        click.echo(
+            f"… and {shown - len(listed):,} more not listed (--limit N lists more; --json for"
+            " scripts)."
         )
 
 
@@ -280,17 +290,46 @@ def reindex(ctx: click.Context, drop_other_models: bool, quiet: bool) -> None:
 
 
 @cli.command("status")
-@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON, for scripts.")
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
-    """The database, the embedding model, whether a reindex is needed, and
-    the job queue."""
+    """The database, the embedding model, how many chunks are indexed and
+    whether a reindex is needed, and the job queue."""
     memoro = open_memoro(ctx)
-    info = {"database": str(Path(memoro.settings.database_path)), **memoro.index_status()}
+    info = memoro.index_status()
     if as_json:
         print_json(info)
         return
-    for key, value in info.items():
-        click.echo(f"{key}: {value}")
+    jobs = cast("dict[str, int]", info["jobs"])
+    vectors = cast("dict[str, int]", info["vectors_by_model"])
+    chunks, missing = int(str(info["chunks"])), int(str(info["chunks_missing_vectors"]))
+    model = info["model"]
+    lines = [
+        ("Database", memoro.settings.database_words()),
+        (
+            "Embedding model",
+            str(model) if model else "none: keyword search only (MEMORO_EMBEDDER=keyword)",
+        ),
+        (
+            "Chunks",
+            f"{chunks:,} indexed" + (f", {missing:,} without a vector of it" if missing else ""),
+        ),
+        (
+            "Vectors",
+            "; ".join(f"{n:,} of {name}" for name, n in sorted(vectors.items())) or "none",
+        ),
+        (
+            "Jobs",
+            f"{jobs['pending']:,} waiting, {jobs['running']:,} running, {jobs['failed']:,} failed",
+        ),
+    ]
+    width = max(len(name) for name, _ in lines) + 2
+    for name, value in lines:
+        click.echo(f"{name + ':':<{width}}{value}")
     if info["reindex_needed"]:
-        click.echo("Some chunks have no vector from the current model: run `memoro reindex`.")
+        click.echo(
+            f"{plural(missing, 'chunk')} {'has' if missing == 1 else 'have'} no vector from the"
+            " current model; search uses keywords alone until `memoro reindex` builds them."
+        )
+    if jobs["failed"]:
+        click.echo("See the failed jobs with `memoro jobs --failed`; `memoro jobs retry ID`.")

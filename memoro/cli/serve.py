@@ -9,7 +9,7 @@ from types import FrameType
 import click
 
 from memoro.auth import DEFAULT_TTL, Signer
-from memoro.cli._app import cli
+from memoro.cli._app import cli, log_to_stderr
 from memoro.service import Memoro
 from memoro.settings import Settings
 
@@ -70,11 +70,11 @@ def serve(ctx: click.Context, host: str, port: int) -> None:
         provider = make_provider(
             settings.llm, settings.llm_model, settings.llm_url, settings.llm_key
         )
+    log_to_stderr(settings.log_level)
     memoro = Memoro(settings.open_store(), settings)
     app = create_app(memoro, auth, provider)
     shown = f"[{host}]" if ":" in host else host
-    where = "PostgreSQL" if settings.database_url else str(settings.database_path)
-    click.echo(f"memoro is serving {where}", err=True)
+    click.echo(f"memoro is serving {settings.database_words()}", err=True)
     click.echo(f"  Memory settings page: http://{shown}:{port}/memory", err=True)
     click.echo(f"  API reference:        http://{shown}:{port}/docs", err=True)
     if provider is not None:
@@ -85,8 +85,14 @@ def serve(ctx: click.Context, host: str, port: int) -> None:
     try:
         # a request line may be long: the API takes up to 20,000 characters of
         # instructions in a query string, 240 KB once percent-encoded
+        # memoro logs each request itself (memoro.http); uvicorn says only what goes wrong
         uvicorn.run(
-            app, host=host, port=port, log_level="warning", h11_max_incomplete_event_size=MAX_HEAD
+            app,
+            host=host,
+            port=port,
+            log_level="error" if settings.log_level == "error" else "warning",
+            access_log=False,
+            h11_max_incomplete_event_size=MAX_HEAD,
         )
     finally:
         memoro.close()

@@ -4,8 +4,12 @@ to HTTP statuses."""
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
+import logging
+import re
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -46,6 +50,7 @@ from memoro.web.security import (
 )
 
 HERE = Path(__file__).parent
+access_log = logging.getLogger("memoro.http")
 STATUS = {
     TooLarge: 413,
     Forbidden: 403,
@@ -165,6 +170,25 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
         if request.url.path.startswith("/v1/"):
             response.headers["Cache-Control"] = "no-store"
         return response
+
+    @app.middleware("http")
+    async def logged(request: Request, call_next: Any) -> Response:
+        """Outermost: one line per request at info level: method, path (the route, so no
+        id or query text of a user), status, milliseconds, a hash of the user."""
+        start = time.perf_counter()
+        status = 500
+        try:
+            response: Response = await call_next(request)
+            status = response.status_code
+            return response
+        finally:
+            if access_log.isEnabledFor(logging.INFO):
+                route = request.scope.get("route")
+                path = re.sub(r":\w+}", "}", getattr(route, "path", None) or request.url.path)
+                user = getattr(request.state, "user_id", None)
+                who = hashlib.sha256(user.encode()).hexdigest()[:10] if user else "-"
+                ms = (time.perf_counter() - start) * 1000
+                access_log.info("%s %s %d %.1f ms user %s", request.method, path, status, ms, who)
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> dict[str, str]:

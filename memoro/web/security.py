@@ -105,6 +105,12 @@ def www_authenticate(request: Request) -> str:
 
 def current_user(request: Request) -> str:
     """The authenticated user of this request, else Unauthorized (401)."""
+    user = _current_user(request)
+    request.state.user_id = user  # for the request's log line
+    return user
+
+
+def _current_user(request: Request) -> str:
     auth: AuthConfig = request.app.state.auth
     check_origin(request)
     if auth.mode == "local":

@@ -1,0 +1,91 @@
+"""``memoro serve`` as an operator runs it: its own process, its banner and
+one log line per request on stderr."""
+
+from __future__ import annotations
+
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from tests.web_server import free_port
+
+
+@contextmanager
+def serving(home: Path, **env: str) -> Iterator[tuple[str, queue.Queue[str]]]:
+    """``memoro serve`` on a free port; its stderr lines arrive in the queue."""
+    port = free_port()
+    full = {**os.environ, "MEMORO_HOME": str(home), "MEMORO_EMBEDDER": "keyword", **env}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "memoro", "serve", "--port", str(port)],
+        env=full,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    assert server.stderr is not None
+    stderr = server.stderr
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in stderr], daemon=True)
+    reader.start()
+    try:
+        yield f"http://127.0.0.1:{port}", lines
+    finally:
+        server.terminate()
+        server.wait(30)
+        reader.join(30)  # every line it wrote is in the queue now
+        stderr.close()
+
+
+def wait_for(lines: queue.Queue[str], text: str, seen: list[str]) -> str:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            line = lines.get(timeout=max(deadline - time.monotonic(), 0.01))
+        except queue.Empty:
+            raise AssertionError(f"no line with {text!r}; seen: {seen}") from None
+        seen.append(line)
+        if text in line:
+            return line
+
+
+def test_serve_logs_one_line_per_request(tmp_path: Path) -> None:
+    seen: list[str] = []
+    with serving(tmp_path) as (url, lines):
+        banner = wait_for(lines, "memoro is serving", seen)
+        assert f"SQLite, {tmp_path / 'memoro.db'}" in banner
+        wait_for(lines, "API reference:", seen)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"{url}/healthz", timeout=1)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "memoro serve did not answer"
+        wait_for(lines, "GET /healthz 200", seen)
+        httpx.get(f"{url}/v1/conversations/secret%20plan", timeout=10)
+        line = wait_for(lines, "/v1/conversations/", seen)
+        assert "INFO memoro.http: GET /v1/conversations/{conversation_id} 404" in line
+        assert " ms user " in line and "local" not in line.split("user")[-1]
+        assert "secret" not in line  # the route, not the id
+
+
+def test_the_log_level_warning_keeps_requests_quiet(tmp_path: Path) -> None:
+    seen: list[str] = []
+    with serving(tmp_path, MEMORO_LOG_LEVEL="warning") as (url, lines):
+        wait_for(lines, "API reference:", seen)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                assert httpx.get(f"{url}/v1/memory", timeout=1).status_code == 200
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "memoro serve did not answer"
+    # the server has stopped and every line it wrote has been read
+    assert not any("memoro.http" in line for line in seen + list(lines.queue))
