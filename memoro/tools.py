@@ -7,6 +7,7 @@ returns the text the model reads, which every front end shows unchanged.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -89,8 +90,8 @@ def render_write(result: WriteResult) -> str:
     if result.rejected:
         return "\n".join(result.warnings) + f"\n\nThe stored block:\n{section}"
     parts = [
-        f"Saved. {_plural(len(result.removed), 'line')} removed,"
-        f" {_plural(len(result.added), 'line')} added."
+        f"Saved. {plural(len(result.removed), 'line')} removed,"
+        f" {plural(len(result.added), 'line')} added."
     ]
     if result.removed:
         parts.append(
@@ -111,7 +112,7 @@ def render_delete(result: DeleteResult) -> str:
     if not result.deleted:
         return "There was no personal memory to delete; nothing changed."
     return (
-        f"Deleted the whole personal memory block ({_plural(result.removed_count, 'line')})."
+        f"Deleted the whole personal memory block ({plural(result.removed_count, 'line')})."
         " Nothing is remembered about the user now. This cannot be undone."
     )
 
@@ -121,7 +122,7 @@ def render_search(query: str, hits: SearchHits) -> str:
     notes = "".join(f"Note: {w}\n" for w in hits.warnings)
     if not hits:
         return f"{notes}No past conversation matched {query!r}."
-    parts = [f"{notes}Found {_plural(len(hits), 'past turn')} for {query!r}, best first:"]
+    parts = [f"{notes}Found {plural(len(hits), 'past turn')} for {query!r}, best first:"]
     for i, hit in enumerate(hits, 1):
         when = hit.at.strftime("%Y-%m-%d %H:%M UTC")
         parts.append(f"\n{i}. conversation {hit.conversation_id!r}, {when} (turn {hit.turn_id}):")
@@ -129,8 +130,40 @@ def render_search(query: str, hits: SearchHits) -> str:
     return "\n".join(parts)
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+def describe(name: str, text: str, is_error: bool) -> str:
+    """What a tool call did, in words for the person watching (the Chat page,
+    ``memoro chat``), from the result the model read."""
+    first = text.split("\n", 1)[0]
+    if name == "memory_write":
+        if is_error:
+            return "Memory not changed: " + first.removeprefix("Error: ")
+        if first.startswith("Saved."):
+            return "Memory saved: " + first.removeprefix("Saved. ").rstrip(".")
+        if first.startswith("No change"):
+            return "Memory unchanged: the assistant wrote the same block again"
+        return "Memory not saved: " + first.removeprefix("Not saved: ")
+    if name == "memory_delete_all":
+        if text.startswith("Deleted"):
+            return "Memory cleared: everything remembered was deleted"
+        return "Memory not cleared: " + first.removeprefix("Error: ")
+    if name == "conversation_search":
+        if is_error:
+            return "Search refused: " + first.removeprefix("Error: ")
+        found = re.match(r"(?:Note: .*\n)*Found (\d+) past turns? for (.*), best first:", text)
+        if found:
+            return (
+                f"Searched past conversations for {found[2]}: {plural(int(found[1]), 'turn')} found"
+            )
+        missed = re.search(r"^No past conversation matched (.*)\.$", text, re.M)
+        if missed:
+            return f"Searched past conversations for {missed[1]}: nothing found"
+        return "Searched past conversations: " + first
+    return f"Used {name}" + (f" (failed: {first.removeprefix('Error: ')})" if is_error else "")
+
+
+def plural(n: int, word: str) -> str:
+    """``1 turn``, ``2 turns``, ``1,000 turns``."""
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
 
 
 # -- the tools ---------------------------------------------------------------

@@ -352,3 +352,48 @@ def test_download_my_data_gives_the_export(page: Page, url: str, service: Memoro
         page.click("#download")
     data = json.loads(Path(download.value.path()).read_text("utf-8"))
     assert data["format"] == "memoro-export" and data["block"]["text"] == "Preferred name: Al"
+
+
+@pytest.mark.parametrize(
+    ("path", "shown"), [("/docs", ".opblock"), ("/redoc", "[data-section-id]")]
+)
+def test_the_api_reference_renders_offline_with_every_operation(
+    page: Page, url: str, path: str, shown: str, tmp_path: Path
+) -> None:
+    """FastAPI's Swagger UI and ReDoc, with their scripts from this server:
+    the page asks no other host for anything, and the CSP blocks nothing."""
+    elsewhere: list[str] = []
+    page.route(
+        "**/*",
+        lambda route: (
+            route.continue_()
+            if route.request.url.startswith(url)
+            else (elsewhere.append(route.request.url), route.abort())
+        ),
+    )
+    refused: list[str] = []
+    page.on("console", lambda m: refused.append(m.text) if "Content Security" in m.text else None)
+    page.goto(f"{url}/docs")
+    expect(page.locator(".opblock").first).to_be_visible(timeout=20_000)
+    text = page.locator("body").inner_text()
+    for operation in ("/v1/memory", "/v1/search", "/v1/imports", "/mcp"):
+        assert operation in text, operation
+    page.screenshot(path=str(tmp_path / "docs.png"), full_page=False)
+    assert elsewhere == [] and refused == []
+
+
+def test_the_docs_page_tries_a_request_with_a_token(page: Page, service: Memoro) -> None:
+    service.write_block("ann", "Preferred name: Ann", writer="user")
+    with running(service, AuthConfig.build("token", SECRET, "local")) as base:
+        page.goto(f"{base}/docs")
+        page.get_by_role("button", name="Authorize").first.click()
+        page.locator("#auth-bearer-value").fill(Signer(SECRET).issue("ann"))
+        page.get_by_role("button", name="Apply credentials").click()
+        page.locator(".modal-ux").get_by_role("button", name="Close").click()
+        operation = page.locator("#operations-memory-read_memory_v1_memory_get")
+        operation.locator(".opblock-summary").click()
+        operation.get_by_role("button", name="Try it out").click()
+        operation.get_by_role("button", name="Execute").click()
+        expect(operation.locator(".responses-table.live-responses-table")).to_contain_text(
+            "Preferred name: Ann"
+        )

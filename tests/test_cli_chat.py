@@ -34,10 +34,26 @@ def test_a_chat_session_writes_memory_and_shows_the_changed_lines(tmp_path: Path
         )
     assert result.exit_code == 0, result.output
     assert "Noted, Al." in result.stdout
-    assert "[memory written] + Preferred name: Al" in result.stderr
+    assert "[Memory saved: 0 lines removed, 1 line added]\n  + Preferred name: Al" in result.stderr
     assert "Preferred name: Al" in result.stdout  # /memory
     assert "(new conversation)" in result.stderr
     with Memoro.open(tmp_path, embedder=None, worker=False) as memoro:
         assert memoro.read_block("al").text == "Preferred name: Al"  # type: ignore[union-attr]
         (conversation,) = memoro.list_conversations("al")
         assert conversation.turns == 1
+
+
+def test_a_delete_all_is_told_as_clearing_not_as_writing(tmp_path: Path) -> None:
+    with ScriptedLLM([call("memory_delete_all"), say("Forgotten.")]) as llm:
+        env = {
+            "MEMORO_HOME": str(tmp_path),
+            "MEMORO_EMBEDDER": "keyword",
+            "MEMORO_LLM": "openai",
+            "MEMORO_LLM_URL": llm.openai_url,
+            "MEMORO_LLM_MODEL": "fake",
+        }
+        with Memoro.open(tmp_path, embedder=None, worker=False) as memoro:
+            memoro.write_block("local", "Name: Al", writer="user")
+        result = CliRunner().invoke(cli, ["chat"], input="Forget me\n/quit\n", env=env)
+    assert "[Memory cleared: everything remembered was deleted]" in result.stderr
+    assert "written" not in result.stderr

@@ -9,12 +9,12 @@ import time
 from types import TracebackType
 from typing import TextIO
 
+from memoro.tools import plural
+
+__all__ = ["Progress", "duration", "plural"]
+
 WIDTH = 24
 REDRAW_SECONDS = 0.1
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
 
 
 def duration(seconds: float) -> str:

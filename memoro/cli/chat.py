@@ -9,7 +9,7 @@ import click
 from memoro.cli._app import cli
 from memoro.service import Memoro
 from memoro.settings import Settings
-from memoro.tools import render_search
+from memoro.tools import describe, render_search
 
 HELP = "Commands: /memory (show the block), /search QUERY, /new (new conversation), /quit"
 
@@ -24,6 +24,7 @@ def chat(ctx: click.Context, user: str | None) -> None:
     status 2 and says what to set when no model is configured.
     """
     from memoro.agent import Agent, make_provider
+    from memoro.agent.loop import ToolEvent
     from memoro.errors import ConfigError
 
     settings: Settings = ctx.find_root().obj
@@ -61,14 +62,13 @@ def chat(ctx: click.Context, user: str | None) -> None:
             click.echo(HELP, err=True)
             continue
 
-        def on_tool(event: object) -> None:
-            name = getattr(event, "name", "")
-            result = str(getattr(event, "result", ""))
-            if name == "memory_write":
-                changed = [ln for ln in result.splitlines() if ln.startswith(("- ", "+ "))]
-                click.secho("\n[memory written] " + " ".join(changed), fg="yellow", err=True)
-            elif name:
-                click.secho(f"\n[{name}]", fg="cyan", err=True)
+        def on_tool(event: ToolEvent) -> None:
+            label = describe(event.name, event.result, event.is_error)
+            click.secho(f"\n[{label}]", fg="red" if event.is_error else "yellow", err=True)
+            if event.name == "memory_write":
+                for line in event.result.splitlines():
+                    if line.startswith(("- ", "+ ")):
+                        click.secho(f"  {line}", fg="yellow", err=True)
 
         result = agent.send(
             text, on_text=lambda piece: click.echo(piece, nl=False), on_tool=on_tool

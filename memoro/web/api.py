@@ -1,5 +1,6 @@
 """The HTTP API, version 1: thin routes over the service layer. The user is
 always the authenticated one (``current_user``), never a field of the request.
+memoro.client.MemoroClient is its Python client.
 """
 
 from __future__ import annotations
@@ -74,6 +75,9 @@ class BlockOut(BaseModel):
 
 
 class BlockIn(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"block": "Preferred name: Al\nTracker: al@example.com"}]}
+    )
     block: str = Field(
         description="The entire new block. It is normalized first (invisible characters and"
         " controls removed, line endings made \\n, both ends trimmed); over"
@@ -131,6 +135,14 @@ class TurnIn(BaseModel):
                 {"properties": {"question": {"pattern": VISIBLE}}},
                 {"properties": {"answer": {"pattern": VISIBLE}}},
             ],
+            "examples": [
+                {
+                    "conversation": "trip-2025",
+                    "question": "Which flight did we pick to Lisbon?",
+                    "answer": "TAP 9:40 from Oslo, seat 12A.",
+                    "at": "2025-05-01T10:00:00Z",
+                }
+            ],
         }
     )
     conversation: str = Field(description=ID_DOC, json_schema_extra=ID_SCHEMA)
@@ -187,6 +199,9 @@ class SearchOut(BaseModel):
 
 
 class ToolCallIn(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"arguments": {"query": "Lisbon flight", "limit": 5}}]}
+    )
     arguments: dict[str, Any] | str | None = Field(
         default=None, description="The arguments the model sent (object or JSON string)."
     )

@@ -1,6 +1,6 @@
 """The ASGI app of ``memoro serve``: the v1 API, the settings pages, their
-static assets, an offline API reference, and one mapping of memoro's errors
-to HTTP statuses."""
+static assets, the API reference (reference.py), one log line per request,
+and one mapping of memoro's errors to HTTP statuses."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -38,7 +37,7 @@ from memoro.errors import (
 )
 from memoro.mcp_server import MemoroMCP
 from memoro.service import Memoro
-from memoro.web import api, chat, imports, login
+from memoro.web import api, chat, imports, login, reference
 from memoro.web.chat import Agents
 from memoro.web.security import (
     CSP,
@@ -115,7 +114,7 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
     app.include_router(imports.router)
     app.include_router(chat.router, include_in_schema=provider is not None)
     app.include_router(login.router)
-    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    app.openapi = lambda: reference.openapi(app)  # type: ignore[method-assign]
     rules = block_rules_js()
 
     @app.exception_handler(MemoroError)
@@ -144,7 +143,7 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
             # every method of this path, not only those of the first route found
             methods = {
                 method
-                for router in (app.router, api.router, chat.router, login.router)
+                for router in (app.router, api.router, imports.router, chat.router, login.router)
                 for route in router.routes
                 if isinstance(route, Route) and route.matches(request.scope)[0] != Match.NONE
                 for method in route.methods or ()
@@ -163,7 +162,7 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
             if kind != "application/json":
                 return _error("unsupported_media_type", "send JSON (application/json)", 415)
         response: Response = await call_next(request)
-        response.headers["Content-Security-Policy"] = CSP
+        response.headers.setdefault("Content-Security-Policy", CSP)
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers.setdefault("Referrer-Policy", "no-referrer")
         response.headers["X-Frame-Options"] = "DENY"
@@ -230,38 +229,13 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
     def conversations_page(request: Request) -> Response:
         return page(request, "conversations.html")
 
-    @app.get("/docs", include_in_schema=False)
-    def docs() -> HTMLResponse:
-        return HTMLResponse(_api_reference(app.openapi()))
-
     # MCP over streamable HTTP, authenticated like the API (token or local)
     app.router.routes.append(Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"]))
 
-    # mounted last, so /static/block-rules.js above is served by its route
+    reference.mount(app)
+    # mounted last, so /static/block-rules.js and the reference's assets are served first
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     return app
-
-
-def _openapi(app: FastAPI) -> dict[str, Any]:
-    """The OpenAPI document, with how requests authenticate."""
-    if app.openapi_schema is None:
-        spec = get_openapi(
-            title=app.title,
-            version=app.version,
-            description=app.description,
-            routes=app.routes,
-        )
-        spec.setdefault("components", {})["securitySchemes"] = {
-            "token": {
-                "type": "http",
-                "scheme": "bearer",
-                "description": "A user token signed with MEMORO_SECRET (auth mode token). In"
-                " auth mode local, requests on loopback need none.",
-            }
-        }
-        spec["security"] = [{"token": []}]
-        app.openapi_schema = spec
-    return app.openapi_schema
 
 
 PAGES = (("/memory", "Memory"), ("/conversations", "Conversations"), ("/chat", "Chat"))
@@ -279,22 +253,3 @@ def _nav(current: str) -> str:
 
 def _read(name: str) -> str:
     return (HERE / "templates" / name).read_text("utf-8")
-
-
-def _api_reference(spec: dict[str, Any]) -> str:
-    """A plain, offline API reference built from the OpenAPI document."""
-    rows = []
-    for path, methods in spec.get("paths", {}).items():
-        for method, op in methods.items():
-            params = ", ".join(p["name"] for p in op.get("parameters", []))
-            rows.append(
-                f"<tr><td><code>{html.escape(method.upper())}</code></td>"
-                f"<td><code>{html.escape(path)}</code></td>"
-                f"<td>{html.escape(op.get('summary', ''))}</td>"
-                f"<td>{html.escape(params)}</td></tr>"
-            )
-    return (
-        _read("docs.html")
-        .replace("{{rows}}", "\n".join(rows))
-        .replace("{{version}}", html.escape(str(spec.get("info", {}).get("version", ""))))
-    )

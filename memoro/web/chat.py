@@ -3,17 +3,23 @@ agent, as the authenticated user, and watch the memory block change."""
 
 from __future__ import annotations
 
+import json
+import logging
+import queue
 import threading
 import uuid
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
 
 from memoro import inputs
-from memoro.agent import Agent, Provider
+from memoro.agent import Agent, Provider, TurnResult
+from memoro.agent.loop import ToolEvent
 from memoro.errors import InvalidInput
+from memoro.tools import describe
 from memoro.turns import check_conversation
 from memoro.web.api import ID_SCHEMA, ErrorOut, Service
 from memoro.web.security import current_user
@@ -21,6 +27,7 @@ from memoro.web.security import current_user
 router = APIRouter(prefix="/v1")
 User = Annotated[str, Depends(current_user)]
 MAX_AGENTS = 1000
+log = logging.getLogger("memoro.chat")
 
 
 MAX_MESSAGE = 100_000
@@ -28,13 +35,30 @@ MAX_MESSAGE = 100_000
 
 class ChatIn(BaseModel):
     # checked in the route by memoro's one input policy (memoro.inputs)
-    message: str = Field(json_schema_extra={"minLength": 1, "maxLength": MAX_MESSAGE})
-    conversation: str | None = Field(default=None, json_schema_extra=ID_SCHEMA)
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"message": "Call me Al from now on.", "stream": False}]}
+    )
+    message: str = Field(
+        description="What the user says.",
+        json_schema_extra={"minLength": 1, "maxLength": MAX_MESSAGE},
+    )
+    conversation: str | None = Field(
+        default=None,
+        description="The conversation to go on with (from an earlier answer); none starts one.",
+        json_schema_extra=ID_SCHEMA,
+    )
+    stream: bool = Field(
+        default=False,
+        description="Answer as server-sent events while the model writes: `text` events"
+        ' ({"text"}), a `tool` event per tool call (a ToolUse), then `done` (a ChatOut) or'
+        ' `error` ({"error": {"code", "message"}}).',
+    )
 
 
 class ToolUse(BaseModel):
     name: str
-    result: str
+    label: str = Field(description="What the call did, in words for people.")
+    result: str = Field(description="The text the model read.")
     is_error: bool
 
 
@@ -42,7 +66,7 @@ class ChatOut(BaseModel):
     conversation: str
     answer: str
     tools: list[ToolUse]
-    stopped: bool
+    stopped: bool = Field(description="The model asked for tools too many times in a row.")
 
 
 class Agents:
@@ -66,11 +90,35 @@ class Agents:
             return agent
 
 
+def _use(event: ToolEvent) -> ToolUse:
+    return ToolUse(
+        name=event.name,
+        label=describe(event.name, event.result, event.is_error),
+        result=event.result,
+        is_error=event.is_error,
+    )
+
+
+def _out(agent: Agent, result: TurnResult) -> ChatOut:
+    return ChatOut(
+        conversation=agent.conversation_id,
+        answer=result.answer,
+        tools=[_use(t) for t in result.tools],
+        stopped=result.stopped,
+    )
+
+
 @router.post(
     "/chat",
     response_model=ChatOut,
-    summary="Send a message to the configured model (Chat page)",
-    responses={503: {"model": ErrorOut, "description": "No model is configured"}},
+    summary="Send a message to the configured model",
+    description="One turn with the model memoro serve is configured with (MEMORO_LLM): the"
+    " system prompt rebuilt from storage, memoro's tools run for the authenticated user,"
+    " the finished turn recorded for search. The Chat page uses it.",
+    responses={
+        200: {"content": {"text/event-stream": {}}, "description": "A ChatOut, or events."},
+        503: {"model": ErrorOut, "description": "No model is configured"},
+    },
 )
 def chat(body: ChatIn, request: Request, user: User, memoro: Service) -> Any:
     agents: Agents | None = request.app.state.agents
@@ -87,10 +135,35 @@ def chat(body: ChatIn, request: Request, user: User, memoro: Service) -> Any:
     if body.conversation is not None:
         check_conversation(body.conversation)
     agent = agents.get(request, user, body.conversation)
-    result = agent.send(message)
-    return ChatOut(
-        conversation=agent.conversation_id,
-        answer=result.answer,
-        tools=[ToolUse(name=t.name, result=t.result, is_error=t.is_error) for t in result.tools],
-        stopped=result.stopped,
-    )
+    if body.stream:
+        return StreamingResponse(
+            _events(agent, message),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
+    return _out(agent, agent.send(message))
+
+
+def _events(agent: Agent, message: str) -> Iterator[str]:
+    """The turn as server-sent events, while the model writes. Starlette
+    runs this generator in a worker thread; the turn runs in another."""
+    events: queue.Queue[tuple[str, Any]] = queue.Queue()
+
+    def run() -> None:
+        try:
+            result = agent.send(
+                message,
+                on_text=lambda piece: events.put(("text", {"text": piece})),
+                on_tool=lambda event: events.put(("tool", _use(event).model_dump())),
+            )
+            events.put(("done", _out(agent, result).model_dump()))
+        except Exception as exc:  # the model's API failed: say so in the stream
+            log.warning("the chat model failed: %s", exc)
+            events.put(("error", {"error": {"code": "model_error", "message": str(exc)}}))
+
+    threading.Thread(target=run, daemon=True).start()
+    while True:
+        name, data = events.get()
+        yield f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+        if name in ("done", "error"):
+            return

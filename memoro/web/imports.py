@@ -128,7 +128,8 @@ class _Form:
 
     def _end(self) -> None:
         if self._field == b"format":
-            self.format = self._value.decode("utf-8", "replace").strip() or "auto"
+            # exactly one of the document's values, as every other input is
+            self.format = self._value.decode("utf-8", "replace")
         self._writing = False
 
 
