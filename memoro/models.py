@@ -254,6 +254,15 @@ class Turn:
         }
 
 
+PREVIEW_CHARS = 160
+
+
+def preview(text: str | None) -> str | None:
+    """The first line with a character in it, cut to PREVIEW_CHARS."""
+    line = next((ln.strip() for ln in (text or "").splitlines() if ln.strip()), "")
+    return (line[: PREVIEW_CHARS - 1] + "…" if len(line) > PREVIEW_CHARS else line) or None
+
+
 @dataclass(frozen=True)
 class Conversation:
     """A conversation as listed: how many turns, first and last time, and
@@ -264,11 +273,15 @@ class Conversation:
     first_at: datetime
     last_at: datetime
     title: str | None = None
+    preview: str | None = None
+    """The first line of its first question (of its first answer, when the
+    question is empty), cut to PREVIEW_CHARS."""
 
     def to_json(self) -> dict[str, object]:
         return {
             "id": self.id,
             "title": self.title,
+            "preview": self.preview,
             "turns": self.turns,
             "first_at": self.first_at.isoformat(),
             "last_at": self.last_at.isoformat(),

@@ -257,9 +257,20 @@ class Memoro(Transfers):
             return SearchHits()
         return history_search.search(self.store, self.embedder, user_id, query, limit, mode)
 
-    def list_conversations(self, user_id: str) -> list[Conversation]:
-        """The user's conversations, latest first (deleted ones are gone)."""
-        return self.store.list_conversations(check_user(user_id))
+    def list_conversations(
+        self, user_id: str, *, limit: int | None = None, offset: int = 0
+    ) -> list[Conversation]:
+        """The user's conversations, latest first (deleted ones are gone):
+        ``limit`` of them (all by default) after skipping ``offset``."""
+        user_id = check_user(user_id)
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
+        ):
+            raise InvalidInput("limit must be a whole number of at least 1")
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise InvalidInput("offset must be a whole number of at least 0")
+        found = self.store.list_conversations(user_id)
+        return found[offset : None if limit is None else offset + limit]
 
     def conversation_turns(self, user_id: str, conversation_id: str) -> list[Turn]:
         """One conversation's turns, in order."""

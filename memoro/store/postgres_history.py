@@ -23,7 +23,7 @@ import psycopg
 
 from memoro.errors import InvalidInput, StoreError
 from memoro.history import terms
-from memoro.models import Conversation, Job, JobStatus, NewTurn, RecordedTurn, Turn
+from memoro.models import Conversation, Job, JobStatus, NewTurn, RecordedTurn, Turn, preview
 
 log = logging.getLogger("memoro.worker")
 
@@ -232,12 +232,22 @@ class PgHistory:
         with self.transaction(user_id) as conn:
             rows = conn.execute(
                 "SELECT t.conversation_id, count(*) AS n, min(t.at) AS first, max(t.at) AS last,"
-                " min(cv.title) AS title FROM turns t" + _VISIBLE + " WHERE t.user_id = %s"
+                " min(cv.title) AS title, (SELECT left(coalesce(nullif(f.question, ''),"
+                " f.answer), 400) FROM turns f WHERE f.user_id = %s"
+                " AND f.conversation_id = t.conversation_id ORDER BY f.seq LIMIT 1) AS opening"
+                " FROM turns t" + _VISIBLE + " WHERE t.user_id = %s"
                 " GROUP BY t.conversation_id ORDER BY last DESC, t.conversation_id",
-                (user_id,),
+                (user_id, user_id),
             ).fetchall()
         return [
-            Conversation(r["conversation_id"], r["n"], r["first"], r["last"], r["title"])
+            Conversation(
+                r["conversation_id"],
+                r["n"],
+                r["first"],
+                r["last"],
+                r["title"],
+                preview(r["opening"]),
+            )
             for r in rows
         ]
 

@@ -13,10 +13,10 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from memoro import block, inputs
-from memoro.models import Writer, block_json
+from memoro.models import PREVIEW_CHARS, Writer, block_json
 from memoro.prompt import SystemPrompt
 from memoro.service import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT, Memoro
-from memoro.tools import TOOLS, anthropic_tools, openai_tools
+from memoro.tools import anthropic_tools, openai_tools
 from memoro.turns import MAX_TURN_CHARS
 from memoro.web.security import current_user
 
@@ -155,6 +155,12 @@ class TurnIn(BaseModel):
         f" {inputs.EARLIEST} to {inputs.LATEST}.",
         json_schema_extra={"format": "date-time", "pattern": inputs.TIME_PATTERN},
     )
+    key: str | None = Field(
+        default=None,
+        description="An idempotency key of the host's choosing (e.g. its message id): a turn"
+        " sent again with a key this user already has is stored once (created: false).",
+        json_schema_extra={"minLength": 1, "maxLength": inputs.ID_MAX},
+    )
 
 
 class TurnOut(BaseModel):
@@ -167,6 +173,10 @@ class TurnOut(BaseModel):
 class ConversationOut(BaseModel):
     id: str
     title: str | None = Field(description="The title it had where it was imported from.")
+    preview: str | None = Field(
+        description="The first line of its first question (or answer), at most"
+        f" {PREVIEW_CHARS} characters."
+    )
     turns: int
     first_at: datetime
     last_at: datetime
@@ -284,7 +294,9 @@ def prompt(
 
 @router.post("/turns", response_model=TurnOut, status_code=201, summary="Record a finished turn")
 def record_turn(body: TurnIn, user: User, memoro: Service) -> TurnOut:
-    recorded = memoro.record_turn(user, body.conversation, body.question, body.answer, at=body.at)
+    recorded = memoro.record_turn(
+        user, body.conversation, body.question, body.answer, at=body.at, key=body.key
+    )
     return TurnOut(
         turn_id=recorded.turn_id,
         conversation=recorded.conversation_id,
@@ -294,8 +306,15 @@ def record_turn(body: TurnIn, user: User, memoro: Service) -> TurnOut:
 
 
 @router.get("/conversations", response_model=list[ConversationOut], summary="List conversations")
-def list_conversations(user: User, memoro: Service) -> Any:
-    return [c.to_json() for c in memoro.list_conversations(user)]
+def list_conversations(
+    user: User,
+    memoro: Service,
+    limit: Annotated[
+        int | None, Query(ge=1, le=1000, description="How many (default all).")
+    ] = None,
+    offset: Annotated[int, Query(ge=0, description="How many to skip first.")] = 0,
+) -> Any:
+    return [c.to_json() for c in memoro.list_conversations(user, limit=limit, offset=offset)]
 
 
 ConversationId = Annotated[str, Path(description=ID_DOC, json_schema_extra=ID_SCHEMA)]
@@ -356,9 +375,7 @@ def tools(format: Literal["openai", "anthropic"] = "openai") -> list[dict[str, A
     responses=errors(404),
 )
 def call_tool(name: str, body: ToolCallIn, user: User, memoro: Service) -> Any:
-    if name not in TOOLS:
-        return _not_found(f"memoro has no tool named {name!r}")
-    result = memoro.execute_tool(user, name, body.arguments)
+    result = memoro.execute_tool(user, name, body.arguments)  # an unknown name is a 404
     return ToolCallOut(text=result.text, is_error=result.is_error)
 
 

@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from memoro.errors import InvalidInput
 from memoro.history import terms
-from memoro.models import Conversation, Job, NewTurn, RecordedTurn, Turn
+from memoro.models import Conversation, Job, NewTurn, RecordedTurn, Turn, preview
 from memoro.store.sqlite import jobs
 from memoro.store.sqlite._db import Database, iso, now
 from memoro.store.sqlite.bm25 import KeywordIndex
@@ -155,9 +155,12 @@ class History:
     def list_conversations(self, user_id: str) -> list[Conversation]:
         rows = self.db.connect().execute(
             "SELECT t.conversation_id, count(*) AS n, min(t.at) AS first, max(t.at) AS last,"
-            " cv.title FROM turns t" + _VISIBLE + " WHERE t.user_id = ?"
+            " cv.title, (SELECT substr(coalesce(nullif(f.question, ''), f.answer), 1, 400)"
+            " FROM turns f WHERE f.user_id = ? AND f.conversation_id = t.conversation_id"
+            " ORDER BY f.seq LIMIT 1) AS opening"
+            " FROM turns t" + _VISIBLE + " WHERE t.user_id = ?"
             " GROUP BY t.conversation_id ORDER BY last DESC, t.conversation_id",
-            (user_id,),
+            (user_id, user_id),
         )
         return [
             Conversation(
@@ -166,6 +169,7 @@ class History:
                 datetime.fromisoformat(r["first"]),
                 datetime.fromisoformat(r["last"]),
                 r["title"],
+                preview(r["opening"]),
             )
             for r in rows
         ]
