@@ -79,6 +79,9 @@ class Step:
 
     text: str = ""
     tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    hold: threading.Event | None = None
+    """When streaming, stop after the first piece of text until this is set,
+    so a test can see an answer arrive while it is still being written."""
 
 
 def say(text: str) -> Step:
@@ -149,10 +152,12 @@ class ScriptedLLM:
                     self.send_response(200)
                     self.send_header("Content-Type", "text/event-stream")
                     self.end_headers()
-                    for name, data in events:
+                    for i, (name, data) in enumerate(events):
                         prefix = f"event: {name}\n" if anthropic else ""
                         self.wfile.write(f"{prefix}data: {data}\n\n".encode())
                         self.wfile.flush()
+                        if step.hold is not None and i == (2 if anthropic else 1):
+                            step.hold.wait(30)  # the first piece of text is out
                     if not anthropic:
                         self.wfile.write(b"data: [DONE]\n\n")
                     return

@@ -101,8 +101,8 @@ def test_save_shows_the_removed_and_added_lines_and_the_audit(
     page.get_by_role("button", name="Save").click()
     expect(page.locator("#changes")).to_contain_text("− Name: Ann")
     expect(page.locator("#changes")).to_contain_text("+ Name: Annie")
-    expect(page.locator("#audit li").first).to_contain_text("You removed 1, added 1 lines")
-    expect(page.locator("#audit")).to_contain_text("The assistant removed 0, added 2 lines")
+    expect(page.locator("#audit li").first).to_contain_text("You removed 1 line, added 1 line")
+    expect(page.locator("#audit")).to_contain_text("The assistant added 2 lines")
     assert service.read_block(USER).text == "Name: Annie\nTeam: blue"  # type: ignore[union-attr]
 
 

@@ -208,7 +208,7 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
             csrf = session.csrf or "" if session else ""
         text = (
             _read(name)
-            .replace("{{nav}}", _nav(request.url.path))
+            .replace("{{nav}}", _nav(request.url.path, chat=app.state.agents is not None))
             .replace("{{csrf}}", html.escape(csrf, quote=True))
         )
         return HTMLResponse(text, headers={"Cache-Control": "no-store"})
@@ -223,6 +223,10 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
 
     @app.get("/chat", include_in_schema=False)
     def chat_page(request: Request) -> Response:
+        if app.state.agents is None:
+            shown = page(request, "no-chat.html")
+            shown.status_code = 404 if shown.status_code == 200 else shown.status_code
+            return shown
         return page(request, "chat.html")
 
     @app.get("/conversations", include_in_schema=False)
@@ -241,12 +245,14 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
 PAGES = (("/memory", "Memory"), ("/conversations", "Conversations"), ("/chat", "Chat"))
 
 
-def _nav(current: str) -> str:
-    """The section links every page starts with; the current one is marked."""
+def _nav(current: str, *, chat: bool) -> str:
+    """The section links every page starts with; the current one is marked.
+    Chat is there only when the server has a chat model."""
     marked = ' aria-current="page"'
     links = [
         f'    <a href="{path}"{marked if path == current else ""}>{label}</a>'
         for path, label in PAGES
+        if chat or path != "/chat"
     ]
     return '  <nav aria-label="Sections">\n' + "\n".join(links) + "\n  </nav>"
 

@@ -1,18 +1,43 @@
-// The Chat page: talk to the configured model and watch the memory block
-// change as the assistant writes it.
-import { call, errorMessage, el } from "./api.js";
+// The Chat page: talk to the configured model, see its answer as it is
+// written, and watch the memory block change as the assistant writes it.
+import { csrf, errorMessage, call, el } from "./api.js";
 import { charCount, LIMIT } from "./block.js";
 
 const transcript = document.getElementById("transcript");
 const message = document.getElementById("message");
 const status = document.getElementById("status");
+const form = document.getElementById("composer");
+const sendButton = document.getElementById("send");
 let conversation = null;
+let busy = false;
 
 function say(text, kind = "") { status.textContent = text; status.className = kind; }
 
 function add(who, text, kind = "") {
   const item = el("li", kind);
-  item.append(el("div", "meta", who), el("div", "turn-text", text));
+  const body = el("div", "turn-text", text);
+  item.append(el("div", "meta", who), body);
+  transcript.append(item);
+  item.scrollIntoView({ block: "nearest" });
+  return body;
+}
+
+// A tool call, labelled by what it did; its details (the lines a write
+// removed and added, the turns a search found) are there to unfold.
+function addTool(tool) {
+  const item = el("li", tool.is_error ? "tool error" : "tool");
+  if (tool.name === "memory_write") {
+    item.append(el("div", "meta", tool.label));
+    const lines = tool.result.split("\n").filter((l) => l.startsWith("- ") || l.startsWith("+ "));
+    if (lines.length) item.append(el("div", "turn-text lines", lines.join("\n")));
+  } else if (tool.name === "conversation_search" && !tool.is_error) {
+    const details = el("details");
+    details.append(el("summary", "meta", tool.label));
+    details.append(el("div", "turn-text", tool.result.split("\n").slice(1).join("\n").trim()));
+    item.append(details);
+  } else {
+    item.append(el("div", "meta", tool.label));
+  }
   transcript.append(item);
 }
 
@@ -24,33 +49,104 @@ async function showMemory() {
     `${charCount(result.data.block).toLocaleString("en-US")} / ${LIMIT.toLocaleString("en-US")} characters`;
 }
 
-document.getElementById("composer").addEventListener("submit", async (event) => {
-  event.preventDefault();
-  const text = message.value.trim();
-  if (!text) return;
-  add("You", text);
-  message.value = "";
-  say("The assistant is answering…");
-  const result = await call("POST", "/v1/chat", { message: text, conversation });
-  if (!result.ok) { say(errorMessage(result), "error"); return; }
-  conversation = result.data.conversation;
-  for (const tool of result.data.tools) {
-    if (tool.name === "memory_write" || tool.name === "memory_delete_all") {
-      const lines = tool.result.split("\n").filter((l) => l.startsWith("- ") || l.startsWith("+ "));
-      add("Memory written", lines.join("\n") || tool.result.split("\n")[0], "tool");
-    } else {
-      add(`Tool: ${tool.name}`, tool.result.split("\n")[0], "tool");
+// Server-sent events from POST /v1/chat with stream: true.
+async function* events(response) {
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value;
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const raw = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let name = "message", data = "";
+      for (const line of raw.split("\n")) {
+        if (line.startsWith("event: ")) name = line.slice(7);
+        else if (line.startsWith("data: ")) data += line.slice(6);
+      }
+      yield { name, data: data ? JSON.parse(data) : null };
     }
   }
-  add("Assistant", result.data.answer);
-  say("");
-  await showMemory();
+}
+
+async function send(text) {
+  busy = true;
+  sendButton.disabled = true;
+  add("You", text);
+  say("The assistant is answering…");
+  let answer = null;   // the assistant's bubble, made when its first words arrive
+  let item = null;
+  try {
+    const response = await fetch("/v1/chat", {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
+      body: JSON.stringify({ message: text, conversation, stream: true }),
+    });
+    if (!response.ok) {
+      const body = await response.text();
+      let data = null;
+      try { data = JSON.parse(body); } catch { data = null; }
+      say(errorMessage({ status: response.status, data }), "error");
+      return;
+    }
+    for await (const event of events(response)) {
+      if (event.name === "text") {
+        if (answer === null) {
+          answer = add("Assistant", "", "assistant streaming");
+          item = answer.parentElement;
+        }
+        answer.textContent += event.data.text;
+      } else if (event.name === "tool") {
+        addTool(event.data);
+        answer = null;  // words after a tool call start a new bubble
+        if (item) item.classList.remove("streaming");
+        if (event.data.name.startsWith("memory_")) showMemory();
+      } else if (event.name === "done") {
+        conversation = event.data.conversation;
+        if (item) item.classList.remove("streaming");
+        if (!item && event.data.answer) add("Assistant", event.data.answer, "assistant");
+        if (event.data.stopped) say("The assistant stopped after too many tool calls in a row.", "error");
+        else say("");
+      } else if (event.name === "error") {
+        if (item) item.classList.remove("streaming");
+        say(`The model could not answer: ${event.data.error.message}`, "error");
+      }
+    }
+  } catch (error) {
+    say(`The answer did not arrive: ${error.message}`, "error");
+  } finally {
+    busy = false;
+    sendButton.disabled = false;
+    await showMemory();
+  }
+}
+
+form.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const text = message.value.trim();
+  if (!text || busy) return;
+  message.value = "";
+  await send(text);
+  message.focus();
+});
+
+// Enter sends; Shift+Enter starts a new line (and Enter while an input
+// method is composing a character is left to it).
+message.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    form.requestSubmit();
+  }
 });
 
 document.getElementById("new").addEventListener("click", () => {
   conversation = null;
   transcript.replaceChildren();
   say("New conversation.");
+  message.focus();
 });
 
 await showMemory();

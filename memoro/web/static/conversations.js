@@ -1,62 +1,165 @@
-// The Conversations page: list, open, delete; import an export.
+// The Conversations page: a page of conversations at a time (Show more),
+// search over past conversations, open one beside the list, delete; import.
 import { call, csrf, errorMessage, el } from "./api.js";
 
+const PAGE = 25;
 const list = document.getElementById("list");
+const hits = document.getElementById("hits");
+const more = document.getElementById("more");
+const countLine = document.getElementById("count-line");
 const status = document.getElementById("status");
 const section = document.getElementById("turns");
 const dialog = document.getElementById("confirm-delete");
+const searchBox = document.getElementById("search");
+const clearSearch = document.getElementById("search-clear");
 let pending = null;
+let shown = 0;          // conversations listed so far
+let openId = null;      // the conversation open beside the list
 const titles = new Map();
 
 function say(text, kind = "") { status.textContent = text; status.className = kind; }
 
-async function open(id) {
+function plural(n, word) { return `${n.toLocaleString()} ${word}${n === 1 ? "" : "s"}`; }
+
+function nameOf(id) { return titles.get(id) || id; }
+
+function day(iso) { return new Date(iso).toLocaleDateString(); }
+
+async function open(id, turnId = null) {
   const result = await call("GET", `/v1/conversations/${encodeURIComponent(id)}`);
   if (!result.ok) { say(errorMessage(result), "error"); return; }
-  document.getElementById("turns-title").textContent = `Conversation ${titles.get(id) || id}`;
-  const turns = document.getElementById("turn-list");
-  turns.replaceChildren();
-  for (const turn of result.data) {
+  openId = id;
+  const title = document.getElementById("turns-title");
+  title.textContent = nameOf(id);
+  const turns = result.data;
+  document.getElementById("turns-meta").textContent = turns.length
+    ? `${plural(turns.length, "turn")} · ${day(turns[0].at)} to ${day(turns[turns.length - 1].at)}`
+    : "";
+  const items = document.getElementById("turn-list");
+  items.replaceChildren();
+  let target = null;
+  for (const turn of turns) {
     const item = el("li");
+    item.dataset.turnId = turn.id;
     item.append(el("div", "meta", new Date(turn.at).toLocaleString()));
-    item.append(el("div", "turn-text", `You: ${turn.question}`));
-    item.append(el("div", "turn-text", `Assistant: ${turn.answer}`));
-    turns.append(item);
+    if (turn.question) item.append(el("div", "turn-text", `You: ${turn.question}`));
+    if (turn.answer) item.append(el("div", "turn-text", `Assistant: ${turn.answer}`));
+    if (turn.id === turnId) { item.classList.add("found"); target = item; }
+    items.append(item);
   }
+  for (const row of list.querySelectorAll("li[data-id]")) row.classList.toggle("open", row.dataset.id === id);
   section.hidden = false;
+  // the panel sits beside the list on a wide screen, below it on a narrow one:
+  // bring it (or the turn that was found) into view either way
+  title.focus({ preventScroll: true });
+  (target || section).scrollIntoView({ block: target ? "center" : "start" });
+}
+
+function closePanel() {
+  section.hidden = true;
+  document.getElementById("turn-list").replaceChildren();
+  const row = openId === null ? null : list.querySelector(`li[data-id="${CSS.escape(openId)}"]`);
+  openId = null;
+  for (const other of list.querySelectorAll("li.open")) other.classList.remove("open");
+  if (row) { row.scrollIntoView({ block: "nearest" }); row.querySelector("button")?.focus(); }
+}
+
+function row(conversation) {
+  titles.set(conversation.id, conversation.title);
+  const item = el("li");
+  item.dataset.id = conversation.id;
+  const text = el("div", "name");
+  text.append(el("div", "title", conversation.title || conversation.id));
+  if (conversation.preview && conversation.preview !== conversation.title) {
+    text.append(el("div", "preview", conversation.preview));
+  }
+  text.append(el("div", "meta", `${plural(conversation.turns, "turn")} · ${day(conversation.last_at)}`));
+  const openButton = el("button", "", "Open");
+  openButton.setAttribute("aria-label", `Open ${conversation.title || conversation.id}`);
+  openButton.addEventListener("click", () => open(conversation.id));
+  const deleteButton = el("button", "danger", "Delete");
+  deleteButton.setAttribute("aria-label", `Delete ${conversation.title || conversation.id}`);
+  deleteButton.addEventListener("click", () => {
+    pending = conversation.id;
+    document.getElementById("delete-what").textContent =
+      `"${conversation.title || conversation.id}" will be removed from search at once. This cannot be undone.`;
+    dialog.showModal();
+  });
+  item.append(text, openButton, deleteButton);
+  return item;
+}
+
+async function showPage(reset) {
+  if (reset) { shown = 0; list.replaceChildren(); }
+  // one more than a page, to know whether there are more
+  const result = await call("GET", `/v1/conversations?limit=${PAGE + 1}&offset=${shown}`);
+  if (!result.ok) { say(errorMessage(result), "error"); return; }
+  const page = result.data.slice(0, PAGE);
+  if (!shown && !page.length) list.append(el("li", "meta", "No conversations yet."));
+  for (const conversation of page) list.append(row(conversation));
+  shown += page.length;
+  more.hidden = result.data.length <= PAGE;
+  countLine.textContent = shown
+    ? `${more.hidden ? "" : "The latest "}${plural(shown, "conversation")}${more.hidden ? ", latest first" : ""}.`
+    : "";
 }
 
 async function refresh() {
-  const result = await call("GET", "/v1/conversations");
-  list.replaceChildren();
-  if (!result.ok) { say(errorMessage(result), "error"); return; }
-  if (!result.data.length) list.append(el("li", "meta", "No conversations yet."));
-  for (const conversation of result.data) {
-    titles.set(conversation.id, conversation.title);
-    const item = el("li");
-    item.dataset.id = conversation.id;
-    item.append(el("span", "name", conversation.title || conversation.id));
-    item.append(el("span", "meta", `${conversation.turns} turns · ${new Date(conversation.last_at).toLocaleDateString()}`));
-    const openButton = el("button", "", "Open");
-    openButton.addEventListener("click", () => open(conversation.id));
-    const deleteButton = el("button", "danger", "Delete");
-    deleteButton.addEventListener("click", () => {
-      pending = conversation.id;
-      document.getElementById("delete-what").textContent = `"${conversation.id}" will be removed from search at once. This cannot be undone.`;
-      dialog.showModal();
-    });
-    item.append(openButton, deleteButton);
-    list.append(item);
-  }
+  await showPage(true);
 }
+
+async function search(query) {
+  const result = await call("GET", `/v1/search?limit=20&q=${encodeURIComponent(query)}`);
+  if (!result.ok) { say(errorMessage(result), "error"); return; }
+  hits.replaceChildren();
+  list.hidden = true;
+  more.hidden = true;
+  hits.hidden = false;
+  clearSearch.hidden = false;
+  countLine.textContent = result.data.hits.length
+    ? `${plural(result.data.hits.length, "past turn")} matching “${query}”, best first.`
+    : `Nothing in past conversations matches “${query}”.`;
+  for (const hit of result.data.hits) {
+    const item = el("li");
+    item.dataset.conversation = hit.conversation;
+    const head = el("div", "meta", `${nameOf(hit.conversation)} · ${new Date(hit.at).toLocaleString()}`);
+    const text = el("div", "turn-text hit-text", hit.text);
+    const openButton = el("button", "", "Open");
+    openButton.setAttribute("aria-label", `Open ${nameOf(hit.conversation)} at this turn`);
+    openButton.addEventListener("click", () => open(hit.conversation, hit.turn_id));
+    item.append(head, text, openButton);
+    hits.append(item);
+  }
+  for (const warning of result.data.warnings) say(warning);
+}
+
+function showAll() {
+  searchBox.value = "";
+  hits.hidden = true;
+  hits.replaceChildren();
+  list.hidden = false;
+  clearSearch.hidden = true;
+  refresh();
+}
+
+document.getElementById("search-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const query = searchBox.value.trim();
+  if (query) search(query); else showAll();
+});
+clearSearch.addEventListener("click", showAll);
+more.addEventListener("click", () => showPage(false));
+document.getElementById("turns-close").addEventListener("click", closePanel);
 
 document.getElementById("delete-yes").addEventListener("click", async () => {
   dialog.close();
   const result = await call("DELETE", `/v1/conversations/${encodeURIComponent(pending)}`);
   if (!result.ok) { say(errorMessage(result), "error"); return; }
-  say(`Deleted "${pending}".`, "ok");
-  section.hidden = true;
-  await refresh();
+  say(`Deleted "${nameOf(pending)}".`, "ok");
+  if (openId === pending) { section.hidden = true; openId = null; }
+  list.querySelector(`li[data-id="${CSS.escape(pending)}"]`)?.remove();
+  for (const hit of hits.querySelectorAll(`li[data-conversation="${CSS.escape(pending)}"]`)) hit.remove();
+  shown = Math.max(0, shown - 1);
 });
 document.getElementById("delete-no").addEventListener("click", () => dialog.close());
 
@@ -68,8 +171,6 @@ const importStatus = document.getElementById("import-status");
 const report = document.getElementById("import-report");
 
 function tell(text, kind = "") { importStatus.textContent = text; importStatus.className = kind; }
-
-function plural(n, word) { return `${n.toLocaleString()} ${word}${n === 1 ? "" : "s"}`; }
 
 function upload(data) {
   // XMLHttpRequest, not fetch: it reports how much of a large file has been sent

@@ -1,6 +1,8 @@
-// The Memory settings page (SPEC S1–S5): the raw block, a live count that
-// agrees with the server, save with the compare-before-save rule, Load
-// server copy, Clear all, and recent changes.
+// The Memory settings page: the raw block, a live count that agrees with
+// the server, save with the compare-before-save rule (a change made
+// elsewhere is shown as a line diff before it can be overwritten), Load
+// server copy, Clear all, recent changes, and a check for outside changes
+// whenever the page comes back into focus.
 import { call, errorMessage, el } from "./api.js";
 import { charCount, LIMIT } from "./block.js";
 
@@ -15,6 +17,9 @@ const clearDialog = document.getElementById("confirm-clear");
 let startContent = "";   // the server's block when editing began
 let startEtag = "";
 let conflictEtag = null; // set after "changed elsewhere": the next Save overwrites
+const conflictBox = document.getElementById("conflict");
+
+const edited = () => box.value !== startContent;
 
 function say(text, kind = "") {
   status.textContent = text;
@@ -36,14 +41,47 @@ function showLines(removed, added) {
   changes.hidden = false;
 }
 
+function lines(text) { return text ? text.split("\n") : []; }
+
+// The lines removed from ``a`` and added in ``b``, in order (a longest common
+// subsequence of lines, as the server's diff finds for a block this size).
+export function lineDiff(before, after) {
+  const a = lines(before), b = lines(after);
+  if (a.length * b.length > 4_000_000) {
+    const inB = new Set(b), inA = new Set(a);
+    return { removed: a.filter((l) => !inB.has(l)), added: b.filter((l) => !inA.has(l)) };
+  }
+  const n = a.length, m = b.length;
+  const keep = Array.from({ length: n + 1 }, () => new Uint16Array(m + 1));
+  for (let i = n - 1; i >= 0; i--) {
+    for (let j = m - 1; j >= 0; j--) {
+      keep[i][j] = a[i] === b[j] ? keep[i + 1][j + 1] + 1 : Math.max(keep[i + 1][j], keep[i][j + 1]);
+    }
+  }
+  const removed = [], added = [];
+  let i = 0, j = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && a[i] === b[j]) { i++; j++; }
+    else if (j < m && (i === n || keep[i][j + 1] >= keep[i + 1][j])) added.push(b[j++]);
+    else removed.push(a[i++]);
+  }
+  return { removed, added };
+}
+
+function hideConflict() {
+  conflictEtag = null;
+  conflictBox.hidden = true;
+  loadButton.hidden = true;
+  saveButton.textContent = "Save";
+}
+
 async function loadServerCopy() {
   const result = await call("GET", "/v1/memory");
   if (!result.ok) { say(errorMessage(result), "error"); return; }
   startContent = result.data.block;
   startEtag = result.data.etag;
-  conflictEtag = null;
   box.value = startContent;
-  loadButton.hidden = true;
+  hideConflict();
   updateCount();
 }
 
@@ -57,8 +95,8 @@ async function loadAudit() {
     const item = el("li");
     const who = entry.writer === "user" ? "You" : "The assistant";
     const what = entry.operation === "delete"
-      ? `cleared everything (${entry.removed_count} lines)`
-      : `removed ${entry.removed_count}, added ${entry.added_count} lines`;
+      ? `cleared everything (${lineCount(entry.removed_count)})`
+      : changed(entry.removed_count, entry.added_count);
     item.append(el("div", "meta", `${new Date(entry.at).toLocaleString()} · ${who} ${what}`));
     for (const line of entry.removed_lines) item.append(el("div", "lines removed", `− ${line}`));
     for (const line of entry.added_lines) item.append(el("div", "lines added", `+ ${line}`));
@@ -66,10 +104,37 @@ async function loadAudit() {
   }
 }
 
-function conflict(serverEtag) {
+function lineCount(n) { return `${n.toLocaleString("en-US")} ${n === 1 ? "line" : "lines"}`; }
+
+function changed(removed, added) {
+  if (!removed && !added) return "changed nothing";
+  if (!removed) return `added ${lineCount(added)}`;
+  if (!added) return `removed ${lineCount(removed)}`;
+  return `removed ${lineCount(removed)}, added ${lineCount(added)}`;
+}
+
+async function whoChanged() {
+  const result = await call("GET", "/v1/memory/audit?limit=1");
+  const last = result.ok ? result.data[0] : null;
+  return last?.writer === "model" ? "the assistant" : last?.writer === "user" ? "you, elsewhere" : "someone else";
+}
+
+// The server's block is no longer the one editing began from: show what the
+// other writer changed, keep the edits, and let the next Save overwrite.
+async function conflict(serverBlock, serverEtag) {
   conflictEtag = serverEtag;
+  const diff = lineDiff(startContent, serverBlock);
+  const shown = document.getElementById("conflict-lines");
+  shown.replaceChildren();
+  for (const line of diff.removed) shown.append(el("div", "lines removed", `− ${line}`));
+  for (const line of diff.added) shown.append(el("div", "lines added", `+ ${line}`));
+  if (!serverBlock) shown.append(el("div", "meta", "Everything was cleared."));
+  document.getElementById("conflict-who").textContent = await whoChanged();
+  conflictBox.hidden = false;
   loadButton.hidden = false;
+  saveButton.textContent = "Save again";
   say("Memory was changed elsewhere. Your edits are kept: Save again to overwrite, or Load server copy to discard them.", "error");
+  loadAudit();
 }
 
 async function save() {
@@ -82,18 +147,17 @@ async function save() {
   if (conflictEtag === null) {
     const server = await call("GET", "/v1/memory");
     if (!server.ok) { say(errorMessage(server), "error"); return; }
-    if (server.data.block !== startContent) { conflict(server.data.etag); return; }
+    if (server.data.block !== startContent) { await conflict(server.data.block, server.data.etag); return; }
   } else {
     expected = conflictEtag;
   }
   const result = await call("PUT", "/v1/memory", { block: text }, { "If-Match": `"${expected}"` });
-  if (result.status === 412) { conflict(result.data.error.etag); return; }
+  if (result.status === 412) { await conflict(result.data.error.current, result.data.error.etag); return; }
   if (result.status === 422 && result.data?.warnings) { say(result.data.warnings.join(" "), "error"); return; }
   if (!result.ok) { say(errorMessage(result), "error"); return; }
   startContent = result.data.block;
   startEtag = result.data.etag;
-  conflictEtag = null;
-  loadButton.hidden = true;
+  hideConflict();
   box.value = startContent;
   updateCount();
   showLines(result.data.removed, result.data.added);
@@ -105,9 +169,9 @@ async function clearAll() {
   clearDialog.close();
   const result = await call("DELETE", "/v1/memory");
   if (!result.ok) { say(errorMessage(result), "error"); return; }
-  startContent = ""; startEtag = ""; conflictEtag = null;
+  startContent = ""; startEtag = "";
+  hideConflict();
   box.value = "";
-  loadButton.hidden = true;
   updateCount();
   showLines([], []);
   say("Memory cleared. Nothing is remembered about you now.", "ok");
@@ -115,9 +179,47 @@ async function clearAll() {
   loadAudit();
 }
 
-box.addEventListener("input", updateCount);
+box.addEventListener("input", () => {
+  updateCount();
+  if (status.className === "ok") say("");  // "Saved." no longer describes the box
+});
 saveButton.addEventListener("click", save);
-loadButton.addEventListener("click", async () => { await loadServerCopy(); say("Loaded the server copy."); });
+loadButton.addEventListener("click", async () => {
+  await loadServerCopy();
+  showLines([], []);
+  say("Loaded the server copy.");
+  await loadAudit();
+});
+box.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) { event.preventDefault(); save(); }
+});
+window.addEventListener("beforeunload", (event) => {
+  if (edited()) { event.preventDefault(); event.returnValue = ""; }
+});
+
+// Back to the page (another tab, the chat, a terminal): was the block changed
+// meanwhile? Without edits, show the new block; with edits, say so at once.
+let checking = false;
+async function checkOutside() {
+  if (checking || conflictEtag !== null) return;
+  checking = true;
+  try {
+    const server = await call("GET", "/v1/memory");
+    if (!server.ok || server.data.block === startContent) return;
+    if (!edited()) {
+      await loadServerCopy();
+      showLines([], []);
+      say("Memory was changed elsewhere; this is the latest copy.");
+      await loadAudit();
+    } else {
+      await conflict(server.data.block, server.data.etag);
+    }
+  } finally {
+    checking = false;
+  }
+}
+window.addEventListener("focus", checkOutside);
+document.addEventListener("visibilitychange", () => { if (!document.hidden) checkOutside(); });
 document.getElementById("clear").addEventListener("click", () => clearDialog.showModal());
 document.getElementById("confirm-yes").addEventListener("click", clearAll);
 document.getElementById("confirm-no").addEventListener("click", () => clearDialog.close());

@@ -1,0 +1,342 @@
+# ruff: noqa: F811  (the browser fixtures come from tests.test_browser)
+"""The pages at scale and in use, in Debian's Chromium: the Conversations
+page pages, searches and opens a conversation in view; the Memory page shows
+what another writer changed before it can be overwritten, checks for outside
+changes, saves from the keyboard and warns before unsaved edits are lost; the
+Chat page is there only with a model, sends on Enter and streams."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Dialog, Page, expect
+
+from memoro.service import Memoro
+from memoro.web.security import AuthConfig
+from tests.test_browser import USER, browser, page, service, url  # noqa: F401
+from tests.web_server import running
+
+SHOTS = Path(__file__).parent.parent / ".screenshots"
+
+
+def shot(page: Page, name: str) -> None:
+    """A screenshot to look at (kept under .screenshots/, which git ignores)."""
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
+
+
+def in_view(page: Page, selector: str) -> bool:
+    return bool(
+        page.evaluate(
+            """s => { const r = document.querySelector(s).getBoundingClientRect();
+                      return r.top >= 0 && r.top < window.innerHeight && r.height > 0; }""",
+            selector,
+        )
+    )
+
+
+def open_conversations(page: Page, url: str) -> None:
+    page.goto(f"{url}/conversations")
+    expect(page.locator("body")).to_have_attribute("data-ready", "true")
+
+
+@pytest.fixture
+def many(service: Memoro) -> Memoro:
+    """60 conversations, the oldest first, one turn each."""
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    for i in range(60):
+        service.record_turn(
+            USER,
+            f"c{i:03}",
+            f"Question number {i} about topic {i}\nsecond line of it",
+            f"Answer {i}",
+            at=start + timedelta(hours=i),
+        )
+    return service
+
+
+def test_conversations_come_a_page_at_a_time_with_their_first_line(
+    page: Page, url: str, many: Memoro
+) -> None:
+    open_conversations(page, url)
+    rows = page.locator("#list li[data-id]")
+    expect(rows).to_have_count(25)
+    first = rows.first
+    expect(first.locator(".title")).to_have_text("c059")  # the latest first
+    expect(first.locator(".preview")).to_have_text("Question number 59 about topic 59")
+    expect(first.locator(".meta")).to_contain_text("1 turn ·")
+    expect(page.locator("#count-line")).to_have_text("The latest 25 conversations.")
+    page.get_by_role("button", name="Show more").click()
+    expect(rows).to_have_count(50)
+    page.get_by_role("button", name="Show more").click()
+    expect(rows).to_have_count(60)
+    expect(page.get_by_role("button", name="Show more")).to_be_hidden()
+    expect(page.locator("#count-line")).to_have_text("60 conversations, latest first.")
+    expect(rows.last.locator(".title")).to_have_text("c000")
+
+
+def test_open_shows_the_turns_in_view_even_far_down_the_list(
+    page: Page, url: str, many: Memoro
+) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    open_conversations(page, url)
+    page.get_by_role("button", name="Show more").click()
+    row = page.locator("li[data-id='c010']")
+    row.get_by_role("button", name="Open").click()
+    expect(page.locator("#turns-title")).to_have_text("c010")
+    expect(page.locator("#turn-list")).to_contain_text("You: Question number 10")
+    expect(page.locator("#turns-meta")).to_contain_text("1 turn ·")
+    assert in_view(page, "#turns-title"), "the opened conversation is out of sight"
+    expect(row).to_have_class("open")
+    shot(page, "conversations-open-wide")
+    page.get_by_role("button", name="Close").click()
+    expect(page.locator("#turns")).to_be_hidden()
+    expect(page.locator("#turn-list li")).to_have_count(0)
+
+    page.set_viewport_size({"width": 390, "height": 800})  # one column: the panel is below
+    row.get_by_role("button", name="Open").click()
+    expect(page.locator("#turn-list")).to_contain_text("You: Question number 10")
+    assert in_view(page, "#turns-title"), "the opened conversation is out of sight"
+    shot(page, "conversations-open-phone")
+
+
+def test_search_finds_past_turns_shows_them_whole_and_opens_the_turn(
+    page: Page, url: str, service: Memoro
+) -> None:
+    service.record_turn(USER, "trip", "Plan my trip to Kyoto", "Temples first.\nThen Nara.")
+    service.record_turn(USER, "trip", "And the hotel?", "Ryokan near Gion.")
+    service.record_turn(USER, "work", "Quarterly report outline", "Sections A to D.")
+    service.index_pending()
+    open_conversations(page, url)
+    page.get_by_role("searchbox").fill("Kyoto temples")
+    page.get_by_role("searchbox").press("Enter")
+    hit = page.locator("#hits li").first
+    expect(hit).to_contain_text("Plan my trip to Kyoto")
+    expect(hit).to_contain_text("Then Nara.")  # more than the first line
+    expect(page.locator("#count-line")).to_contain_text("matching “Kyoto temples”")
+    expect(page.locator("#list")).to_be_hidden()
+    hit.get_by_role("button", name="Open").click()
+    found = page.locator("#turn-list li.found")
+    expect(found).to_contain_text("Plan my trip to Kyoto")
+    expect(page.locator("#turn-list li")).to_have_count(2)
+    shot(page, "conversations-search")
+    page.get_by_role("button", name="Show all").click()
+    expect(page.locator("#list li[data-id]")).to_have_count(2)
+    page.get_by_role("searchbox").fill("zebra")
+    page.get_by_role("button", name="Search").click()
+    expect(page.locator("#count-line")).to_have_text(
+        "Nothing in past conversations matches “zebra”."
+    )
+
+
+def test_titles_previews_and_hits_are_shown_as_text(page: Page, url: str, service: Memoro) -> None:
+    payload = '<img src=x onerror="window.__xss=1">'
+    service.record_turn(USER, f"id {payload}", f"Question {payload}", f"Answer {payload}")
+    service.index_pending()
+    open_conversations(page, url)
+    expect(page.locator("#list .preview")).to_have_text(f"Question {payload}")
+    page.get_by_role("searchbox").fill("Question img")
+    page.get_by_role("button", name="Search").click()
+    expect(page.locator("#hits")).to_contain_text(f"Answer {payload}")
+    page.locator("#hits").get_by_role("button", name="Open").click()
+    expect(page.locator("#turn-list")).to_contain_text(f"You: Question {payload}")
+    assert page.evaluate("window.__xss") is None
+    assert page.locator("img").count() == 0
+
+
+def open_memory(page: Page, url: str) -> None:
+    page.goto(f"{url}/memory")
+    expect(page.locator("body")).to_have_attribute("data-ready", "true")
+
+
+def test_a_conflict_shows_what_the_other_writer_changed_before_save_again(
+    page: Page, url: str, service: Memoro
+) -> None:
+    service.write_block(USER, "Name: Ann\nCity: Bergen", writer="user")
+    open_memory(page, url)
+    page.locator("#block").fill("Name: Ann\nCity: Bergen\nTeam: blue")
+    service.write_block(USER, "Name: Ann\nCity: Oslo\nTracker: ann@example.com", writer="model")
+    page.get_by_role("button", name="Save").click()
+    conflict = page.locator("#conflict")
+    expect(conflict).to_be_visible()
+    expect(conflict).to_contain_text("− City: Bergen")
+    expect(conflict).to_contain_text("+ City: Oslo")
+    expect(conflict).to_contain_text("+ Tracker: ann@example.com")
+    expect(conflict).to_contain_text("by the assistant")
+    expect(conflict).not_to_contain_text("Name: Ann")  # unchanged lines are not news
+    expect(page.locator("#audit li").first).to_contain_text("The assistant removed 1 line")
+    shot(page, "memory-conflict")
+    page.get_by_role("button", name="Save again").click()
+    expect(page.locator("#status")).to_have_text("Saved.")
+    expect(conflict).to_be_hidden()
+    expect(page.get_by_role("button", name="Save", exact=True)).to_be_visible()
+    assert service.read_block(USER).text == "Name: Ann\nCity: Bergen\nTeam: blue"  # type: ignore[union-attr]
+
+
+def test_load_server_copy_refreshes_recent_changes(page: Page, url: str, service: Memoro) -> None:
+    service.write_block(USER, "one", writer="user")
+    open_memory(page, url)
+    page.locator("#block").fill("one\nmine")
+    service.write_block(USER, "one\ntheirs", writer="model")
+    service.write_block(USER, "one\ntheirs\nand more", writer="model")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#conflict")).to_contain_text("+ and more")
+    page.get_by_role("button", name="Load server copy").click()
+    expect(page.locator("#block")).to_have_value("one\ntheirs\nand more")
+    expect(page.locator("#conflict")).to_be_hidden()
+    expect(page.locator("#audit li")).to_have_count(3)
+    expect(page.locator("#audit li").first).to_contain_text("The assistant added 1 line")
+    expect(page.locator("#audit li").first).to_contain_text("+ and more")
+
+
+def test_coming_back_to_the_page_shows_changes_made_elsewhere(
+    page: Page, url: str, service: Memoro
+) -> None:
+    service.write_block(USER, "Name: Ann", writer="user")
+    open_memory(page, url)
+    service.write_block(USER, "Name: Ann\nCity: Oslo", writer="model")
+    page.evaluate("window.dispatchEvent(new Event('focus'))")
+    expect(page.locator("#block")).to_have_value("Name: Ann\nCity: Oslo")  # no edits: reloaded
+    expect(page.locator("#status")).to_contain_text("changed elsewhere; this is the latest copy")
+    expect(page.locator("#audit li").first).to_contain_text("+ City: Oslo")
+
+    page.locator("#block").fill("Name: Ann\nCity: Oslo\nmine")
+    service.write_block(USER, "Name: Ann\nCity: Bergen", writer="model")
+    page.evaluate("window.dispatchEvent(new Event('focus'))")
+    expect(page.locator("#conflict")).to_contain_text("+ City: Bergen")  # edits: asked first
+    expect(page.locator("#block")).to_have_value("Name: Ann\nCity: Oslo\nmine")
+
+
+def test_ctrl_enter_saves(page: Page, url: str, service: Memoro) -> None:
+    open_memory(page, url)
+    page.locator("#block").fill("Name: Kim")
+    page.locator("#block").press("Control+Enter")
+    expect(page.locator("#status")).to_have_text("Saved.")
+    expect(page.locator("#block")).to_have_value("Name: Kim")  # no new line typed
+    page.locator("#block").fill("Name: Kim\nCity: Oslo")
+    page.locator("#block").press("Meta+Enter")
+    expect(page.locator("#status")).to_have_text("Saved.")
+    assert service.read_block(USER).text == "Name: Kim\nCity: Oslo"  # type: ignore[union-attr]
+
+
+def test_leaving_with_unsaved_edits_asks_first(page: Page, url: str) -> None:
+    open_memory(page, url)
+    asked: list[str] = []
+
+    def answer(dialog: Dialog) -> None:
+        asked.append(dialog.type)
+        dialog.dismiss()  # stay on the page
+
+    page.on("dialog", answer)
+    page.locator("#block").click()
+    page.keyboard.type("an edit")
+    page.close(run_before_unload=True)
+    deadline = datetime.now(UTC) + timedelta(seconds=10)
+    while not asked and datetime.now(UTC) < deadline:
+        page.wait_for_timeout(50)
+    assert asked == ["beforeunload"]
+    assert not page.is_closed()
+
+
+def test_leaving_without_edits_does_not_ask(page: Page, url: str) -> None:
+    open_memory(page, url)
+    asked: list[str] = []
+    page.on("dialog", lambda dialog: (asked.append(dialog.type), dialog.dismiss()))
+    page.locator("#block").click()
+    page.keyboard.type("x")
+    page.keyboard.press("Backspace")  # back to what was loaded
+    with page.expect_event("close", timeout=10_000):
+        page.close(run_before_unload=True)
+    assert asked == []
+
+
+def test_without_a_model_there_is_no_chat_page(page: Page, url: str) -> None:
+    open_memory(page, url)
+    nav = page.get_by_role("navigation", name="Sections")
+    expect(nav.get_by_role("link")).to_have_text(["Memory", "Conversations"])
+    response = page.goto(f"{url}/chat")
+    assert response is not None and response.status == 404
+    expect(page.get_by_role("heading")).to_have_text("Chat is not set up here")
+
+
+@pytest.fixture
+def chat(browser: Browser, web_service: Memoro) -> Iterator[tuple[Page, object]]:
+    from memoro.agent import OpenAIProvider
+    from memoro.testing import ScriptedLLM
+
+    with ScriptedLLM() as llm:
+        provider = OpenAIProvider("fake", base_url=llm.openai_url, api_key="x")
+        with running(web_service, AuthConfig.build("local", "", USER), provider) as base:
+            context = browser.new_context()
+            chat_page = context.new_page()
+            chat_page.goto(f"{base}/chat")
+            expect(chat_page.locator("body")).to_have_attribute("data-ready", "true")
+            yield chat_page, llm
+            context.close()
+
+
+def test_enter_sends_shift_enter_breaks_the_line_and_the_answer_streams(
+    chat: tuple[Page, object], web_service: Memoro
+) -> None:
+    from memoro.testing import ScriptedLLM, Step
+
+    page, llm = chat
+    assert isinstance(llm, ScriptedLLM)
+    expect(page.get_by_role("navigation", name="Sections").get_by_role("link")).to_have_text(
+        ["Memory", "Conversations", "Chat"]
+    )
+    hold = threading.Event()
+    llm.script(Step(text="Hello there, this answer arrives in pieces.", hold=hold))
+    box = page.locator("#message")
+    box.click()
+    page.keyboard.type("First line")
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.type("second line")
+    expect(box).to_have_value("First line\nsecond line")
+    page.keyboard.press("Enter")
+    expect(page.locator("#transcript")).to_contain_text("First line\nsecond line")
+    answer = page.locator("#transcript li.assistant")
+    expect(answer).to_have_class("assistant streaming")  # words shown while being written
+    expect(answer).to_contain_text("Hello there,")
+    expect(answer).not_to_contain_text("in pieces.")
+    shot(page, "chat-streaming")
+    hold.set()
+    expect(answer).to_contain_text("Hello there, this answer arrives in pieces.")
+    expect(answer).to_have_class("assistant")
+    assert llm.requests[0]["messages"][-1]["content"] == "First line\nsecond line"
+    assert llm.requests[0]["stream"] is True
+    (conversation,) = web_service.list_conversations(USER)
+    assert conversation.preview == "First line"
+
+
+def test_tool_events_say_what_happened(chat: tuple[Page, object], web_service: Memoro) -> None:
+    from memoro.testing import ScriptedLLM, call, say
+
+    page, llm = chat
+    assert isinstance(llm, ScriptedLLM)
+    web_service.write_block(USER, "Name: Al\nCity: Oslo", writer="user")
+    web_service.record_turn(USER, "old", "Where did we park?", "Level 3, row B.\nNear the lift.")
+    web_service.index_pending()
+    llm.script(
+        call("conversation_search", {"query": "park"}),
+        call("memory_delete_all"),
+        say("Done: I found it and forgot everything."),
+    )
+    page.locator("#message").fill("Where did we park? Then forget me.")
+    page.locator("#message").press("Enter")
+    transcript = page.locator("#transcript")
+    expect(transcript).to_contain_text("Done: I found it and forgot everything.")
+    tools = page.locator("#transcript li.tool")
+    expect(tools).to_have_count(2)
+    expect(tools.nth(0)).to_contain_text("Searched past conversations for 'park': 1 turn found")
+    tools.nth(0).locator("summary").click()
+    expect(tools.nth(0)).to_contain_text("Near the lift.")  # the whole hit, not its first line
+    expect(tools.nth(1)).to_have_text("Memory cleared: everything remembered was deleted")
+    expect(transcript).not_to_contain_text("Memory written")
+    expect(page.locator("#memory")).to_have_text("(nothing remembered)")
+    shot(page, "chat-tools")
+    assert web_service.read_block(USER) is None
