@@ -1,6 +1,6 @@
-"""The personal memory block's rules, pure: normalization (M3), the one
-character count (M2), the limit (M4), the line diff (M7), the header (P3) and
-the ETag used as a precondition (M8). No I/O lives here.
+"""The personal memory block's rules, pure: normalization, the one
+character count, the limit, the line diff, the header and
+the ETag used as a precondition. No I/O lives here.
 
 The tables below are the whole normalization policy; the settings page's
 counter is generated from them so the browser and the server cannot disagree.
@@ -15,10 +15,10 @@ from difflib import SequenceMatcher
 from itertools import pairwise
 
 LIMIT = 4000
-"""The most characters (M2) a block may hold."""
+"""The most characters a block may hold."""
 
 AUDIT_LINE_CHARS = 200
-"""Lines recorded in the audit log are cut to this many characters (M9)."""
+"""Lines recorded in the audit log are cut to this many characters."""
 
 Ranges = tuple[tuple[int, int], ...]
 
@@ -161,7 +161,7 @@ def _keep_joiner(cp: int, before: int | None, after: int | None) -> bool:
 
 
 def normalize(text: str) -> str:
-    """Return the block as it is stored, shown and put in the prompt (M3).
+    """Return the block as it is stored, shown and put in the prompt.
 
     Line endings become "\\n"; control characters other than "\\n" and "\\t",
     lone surrogates, noncharacters and invisible (default-ignorable)
@@ -203,17 +203,17 @@ def without_controls(text: str) -> str:
 
 
 def char_count(text: str) -> int:
-    """The one character count (M2): code points of the normalized text."""
+    """The one character count: code points of the normalized text."""
     return len(normalize(text))
 
 
 def header(count: int) -> str:
-    """The block's header in the prompt (P3)."""
+    """The block's header in the prompt."""
     return f"Personal memory ({count:,}/{LIMIT:,} characters)"
 
 
 def etag(text: str | None) -> str:
-    """A precondition token for a block's content (M8); ``None`` is no block."""
+    """A precondition token for a block's content; ``None`` is no block."""
     data = normalize(text).encode("utf-8") if text else b""
     return hashlib.sha256(data).hexdigest()[:32]
 
@@ -236,7 +236,7 @@ class Hunk:
 
 @dataclass(frozen=True)
 class LineDiff:
-    """What a whole rewrite changed, line by line (M7)."""
+    """What a whole rewrite changed, line by line."""
 
     removed: tuple[str, ...]
     added: tuple[str, ...]

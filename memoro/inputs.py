@@ -1,4 +1,4 @@
-"""The one input policy (SPEC D5), pure: what memoro does with the text, ids
+"""The one input policy, pure: what memoro does with the text, ids
 and times that reach it through any front end, before anything is stored.
 The service applies it; the HTTP schema states it (``ID_PATTERN``,
 ``TIME_PATTERN``); no front end has rules of its own.
@@ -7,7 +7,7 @@ The service applies it; the HTTP schema states it (``ID_PATTERN``,
   arguments) is kept as sent, except that lone surrogates (halves of a
   UTF-16 pair, which are not text and cannot be stored) and control
   characters other than tab, line feed and carriage return are removed. The
-  block is normalized further by ``memoro.block`` (M3).
+  block is normalized further by ``memoro.block``.
 - **Ids** (user, conversation, import key) are taken exactly or refused:
   1–255 characters, not only whitespace, no control characters, no lone
   surrogates, and not ``.`` or ``..`` (which no URL can name).

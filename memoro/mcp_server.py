@@ -120,7 +120,7 @@ class MemoroMCP(MCPServer):
         """Serve over stdio, each incoming line cleaned as text is on every
         other path (memoro.inputs): the SDK's strict parser drops a message
         that escapes a lone surrogate, unanswered, and the host would wait
-        forever (D9)."""
+        forever."""
         raw = anyio.wrap_file(TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
         stdin = cast(anyio.AsyncFile[str], _CleanLines(raw))
         async with stdio_server(stdin=stdin) as (read_stream, write_stream):

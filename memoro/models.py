@@ -14,7 +14,7 @@ from memoro.block import LIMIT, LineDiff, audit_line, char_count, etag
 
 
 class Writer(StrEnum):
-    """Who wrote to the block; every write must say (M9)."""
+    """Who wrote to the block; every write must say."""
 
     MODEL = "model"
     USER = "user"
@@ -28,7 +28,7 @@ class Operation(StrEnum):
 
 
 class Outcome(StrEnum):
-    """What became of a write (M4, M5, M7)."""
+    """What became of a write."""
 
     SAVED = "saved"
     UNCHANGED = "unchanged"
@@ -68,7 +68,7 @@ def block_json(stored: StoredBlock | None) -> dict[str, object]:
 
 @dataclass(frozen=True)
 class AuditRecord:
-    """What the store must record with a write or delete (M9).
+    """What the store must record with a write or delete.
 
     Lines are already cut to ``AUDIT_LINE_CHARS``; a delete carries no
     lines, only how many were removed.
@@ -137,7 +137,7 @@ class AuditEntry:
 
 @dataclass(frozen=True)
 class WriteResult:
-    """What a write did (M4, M5, M7).
+    """What a write did.
 
     ``block`` is the block stored after the call (unchanged when the write was
     rejected), ``attempted_count`` the count of the text that was sent.
@@ -190,7 +190,7 @@ class WriteResult:
 
 @dataclass(frozen=True)
 class DeleteResult:
-    """What deleting everything did (M6)."""
+    """What deleting everything did."""
 
     deleted: bool
     removed_count: int

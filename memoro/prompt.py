@@ -1,4 +1,4 @@
-"""The system prompt, rebuilt on every turn (P1–P5): memoro's static base
+"""The system prompt, rebuilt on every turn: memoro's static base
 prompt first, the host's own stable instructions next, the personal memory
 block last with its header, so a changed block never invalidates the cached
 prefix before it. Shapes for the OpenAI and Anthropic APIs are derived here.
@@ -57,7 +57,7 @@ EMPTY_BLOCK = "(empty: nothing is remembered about this user yet)"
 
 def memory_section(text: str | None) -> str:
     """The personal block as the prompt and the tool results show it: the
-    header (P3) and then the block, normalized again on load (M3)."""
+    header and then the block, normalized again on load."""
     normalized = block.normalize(text or "")
     return f"{block.header(len(normalized))}\n{normalized or EMPTY_BLOCK}"
 
@@ -81,7 +81,7 @@ class SystemPrompt:
 
     def anthropic(self) -> list[dict[str, Any]]:
         """``system`` blocks for the Anthropic Messages API, with the cache
-        breakpoint after the stable part and before the block (P4)."""
+        breakpoint after the stable part and before the block."""
         return [
             {"type": "text", "text": self.stable, "cache_control": {"type": "ephemeral"}},
             {"type": "text", "text": self.memory},

@@ -1,4 +1,4 @@
-"""Memoro, the service layer: the one place the rules of SPEC.md live. Every
+"""Memoro, the service layer: the one place memoro's rules live. Every
 front end (Python API, CLI, HTTP, MCP, chat agent) calls this class and
 re-implements nothing; the store below it only stores.
 """
@@ -56,7 +56,7 @@ _DEFAULT: Any = object()
 
 
 def check_writer(writer: object) -> Writer:
-    """Every write says who wrote it (M9); there is no default."""
+    """Every write says who wrote it; there is no default."""
     try:
         return Writer(writer if isinstance(writer, str) else "")
     except ValueError:
@@ -139,11 +139,11 @@ class Memoro(Transfers):
         writer: Writer | str,
         expected_etag: str | None = None,
     ) -> WriteResult:
-        """Replace the whole block with ``text`` (M7).
+        """Replace the whole block with ``text``.
 
-        Over the limit or empty, nothing changes and the result says why (M4,
-        M5). Without ``expected_etag`` the later save wins (M8); with it, a
-        block that changed since the caller read it raises BlockChanged.
+        Over the limit or empty, nothing changes and the result says why.
+        Without ``expected_etag`` the later save wins; with it, a block that
+        changed since the caller read it raises BlockChanged.
         """
         user_id = check_user(user_id)
         writer = check_writer(writer)
@@ -168,8 +168,8 @@ class Memoro(Transfers):
     def delete_block(
         self, user_id: str, *, writer: Writer | str, expected_etag: str | None = None
     ) -> DeleteResult:
-        """Delete everything remembered: the row goes (M6), the audit keeps
-        only how many lines went and forgets earlier line content (M9)."""
+        """Delete everything remembered: the row goes, the audit keeps
+        only how many lines went and forgets earlier line content."""
         user_id = check_user(user_id)
         writer = check_writer(writer)
         with self.store.block_transaction(user_id) as tx:
@@ -192,10 +192,10 @@ class Memoro(Transfers):
     # -- the prompt (P) ----------------------------------------------------
 
     def system_prompt(self, user_id: str, *, instructions: str = "") -> SystemPrompt:
-        """The system prompt for this turn, rebuilt from storage (P1).
+        """The system prompt for this turn, rebuilt from storage.
 
         ``instructions`` is the host application's own stable text; it goes
-        after memoro's base prompt and before the personal block (P4).
+        after memoro's base prompt and before the personal block.
         """
         if not isinstance(instructions, str):
             raise InvalidInput("instructions must be a string")
@@ -216,10 +216,10 @@ class Memoro(Transfers):
         at: datetime | str | None = None,
         key: str | None = None,
     ) -> RecordedTurn:
-        """Store a finished turn; indexing happens later in the background
-        (C1, C2). ``at`` is a datetime or an ISO 8601 string (default: now);
-        ``key`` makes the call idempotent (imports). Every input is checked
-        (memoro.inputs) before anything is stored."""
+        """Store a finished turn; indexing happens later in the background.
+        ``at`` is a datetime or an ISO 8601 string (default: now); ``key``
+        makes the call idempotent (imports, a host's retries). Every input
+        is checked (memoro.inputs) before anything is stored."""
         user_id = check_user(user_id)
         turn = checked_turn(NewTurn(conversation_id, question, answer, None, key), at)
         (recorded,) = self.store.record_turns(user_id, [turn])
@@ -235,8 +235,8 @@ class Memoro(Transfers):
         limit: int = 5,
         mode: Mode | str = Mode.HYBRID,
     ) -> SearchHits:
-        """The user's past turns that best match ``query`` (C4). With no
-        confirmed user, nothing runs and nothing comes back (C5)."""
+        """The user's past turns that best match ``query``. With no
+        confirmed user, nothing runs and nothing comes back."""
         if user_id is None or user_id == "":
             return SearchHits()
         user_id = check_user(user_id)
@@ -280,7 +280,7 @@ class Memoro(Transfers):
 
     def delete_conversation(self, user_id: str, conversation_id: str) -> bool:
         """Delete a conversation: out of search at once, purged from the
-        database by the worker (C6). False when there was none."""
+        database by the worker. False when there was none."""
         deleted = self.store.delete_conversation(
             check_user(user_id), check_conversation(conversation_id)
         )
@@ -344,7 +344,7 @@ class Memoro(Transfers):
         drop_other_models: bool = False,
     ) -> int:
         """Embed every chunk that has no vector from the current model (after
-        a change of model, C8), beside the other models' vectors, which
+        a change of model), beside the other models' vectors, which
         search ignores; ``drop_other_models`` then deletes those. Returns
         how many chunks were embedded."""
         if self.embedder is None:
@@ -391,9 +391,9 @@ class Memoro(Transfers):
         self, user_id: str | None, name: str, arguments: Mapping[str, Any] | str | None
     ) -> ToolResult:
         """Run one tool call for ``user_id`` — the authenticated user, never
-        one named in ``arguments`` (T4) — and return the text the model reads.
+        one named in ``arguments`` — and return the text the model reads.
         ``None`` means the user could not be confirmed: search returns nothing
-        and memory tools change nothing (C5)."""
+        and memory tools change nothing."""
         if user_id is not None and user_id != "":
             user_id = check_user(user_id)
         return execute(self, user_id or None, name, arguments)
@@ -405,8 +405,8 @@ def _rejection(new: str, current: str | None) -> WriteResult:
         warning = (
             "Not saved: the block you sent is empty once whitespace and invisible"
             " characters are removed. The existing block is kept unchanged. To delete"
-            " everything remembered about the user, use the delete-everything"
-            " operation (the memory_delete_all tool, or Clear all in settings) instead."
+            " everything remembered about the user, delete the block instead (the"
+            " memory_delete_all tool; delete_block or DELETE /v1/memory for a program)."
         )
         return WriteResult(Outcome.EMPTY, current, 0, warnings=(warning,))
     over = count - block.LIMIT

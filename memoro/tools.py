@@ -1,6 +1,6 @@
-"""The tools the model can call (T1–T5), each defined once here. The OpenAI
+"""The tools the model can call, each defined once here. The OpenAI
 and Anthropic shapes (and, later, MCP's) are derived from these definitions;
-``execute`` runs a call for the authenticated user it is handed (T4) and
+``execute`` runs a call for the authenticated user it is handed and
 returns the text the model reads, which every front end shows unchanged.
 """
 
@@ -294,7 +294,7 @@ def _arguments(tool: Tool, arguments: Mapping[str, Any] | str | None) -> dict[st
             raise _BadArguments(f"the arguments are not valid JSON ({exc.msg})") from None
     if not isinstance(arguments, Mapping):
         raise _BadArguments("the arguments must be a JSON object")
-    args: dict[str, Any] = inputs.clean_json(arguments)  # text as on every path (D5)
+    args: dict[str, Any] = inputs.clean_json(arguments)  # text as on every path
     known = tool.parameters["properties"]
     unknown = sorted(set(args) - set(known))
     if unknown:

@@ -64,6 +64,30 @@ def test_set_empty_exits_1_and_keeps_the_block(home: Path) -> None:
     assert run(home, "memory", "show", "-u", "ann").stdout == "keep"
 
 
+def test_the_cli_speaks_to_the_person_not_to_the_model(home: Path) -> None:
+    first = run(home, "memory", "set", "-u", "ann", input="Name: Ann")
+    assert first.stdout == "Saved: added 1 line (9/4,000 characters).\n  + Name: Ann\n"
+    second = run(home, "memory", "set", "-u", "ann", input="Name: Annie\nTeam: blue\nCity: Oslo")
+    assert second.stdout.startswith("Saved: removed 1 line, added 3 lines (33/4,000 characters).")
+    for said in (first.stdout, second.stdout):
+        assert "system prompt" not in said and "intended" not in said
+    empty = run(home, "memory", "set", "-u", "ann", input=" ")
+    assert "run `memoro memory clear`" in empty.stderr
+    assert "memory_delete_all" not in empty.stderr and "tool" not in empty.stderr
+    cleared = run(home, "memory", "clear", "-u", "ann", "--yes")
+    assert cleared.stdout == "Cleared: 3 lines deleted. Nothing is remembered about ann now.\n"
+    run(home, "memory", "set", "-u", "ann", input="one line")
+    asked = run(home, "memory", "clear", "-u", "ann", input="n\n")
+    assert "(1 line)?" in asked.stderr
+    assert run(home, "memory", "clear", "-u", "bob").stdout == (
+        "There is no personal memory to clear.\n"
+    )
+    with Memoro.open(home, embedder="keyword", worker=False) as memoro:
+        memoro.record_turn("ann", "trip", "q", "a")
+    listed = run(home, "conversations", "list", "-u", "ann").stdout
+    assert "\t1 turn\t" in listed
+
+
 def test_set_refuses_input_that_is_not_utf8(home: Path) -> None:
     result = run(home, "memory", "set", "-u", "ann", input=b"caf\xe9")
     assert result.exit_code == 1 and "not UTF-8" in result.stderr

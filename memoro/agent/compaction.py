@@ -1,4 +1,4 @@
-"""Compaction of a long conversation (P2): only the message history shrinks
+"""Compaction of a long conversation: only the message history shrinks
 — the oldest exchanges are dropped whole, with a note saying so — and the
 system prompt, where the personal block lives, is never touched."""
 

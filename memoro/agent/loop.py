@@ -1,4 +1,4 @@
-"""The turn loop of the reference agent (P1–P5, T1–T4, C1, C3)."""
+"""The turn loop of the reference agent."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ CONTEXT_BUDGET_CHARS = 120_000
 @dataclass(frozen=True)
 class HostTool:
     """A tool of the host application offered next to memoro's (for example
-    an outside service's current-user lookup, which M11 relies on)."""
+    an outside service's current-user lookup, which confirms an account id
+    before the model writes it to memory)."""
 
     name: str
     description: str
@@ -86,7 +87,7 @@ class Agent:
         on_tool: Callable[[ToolEvent], None] | None = None,
     ) -> TurnResult:
         """One turn: the user's message in, the final answer out; the finished
-        turn is recorded for search (C1)."""
+        turn is recorded for search."""
         self.history.append({"role": "user", "content": text})
         result = TurnResult(answer="")
         for _ in range(self.max_tool_rounds + 1):
@@ -127,7 +128,7 @@ class Agent:
 
     def _run(self, tool_call: ToolCall) -> ToolEvent:
         if tool_call.name in TOOLS:
-            # the user is this agent's authenticated user, never an argument (T4)
+            # the user is this agent's authenticated user, never an argument
             out = self.memoro.execute_tool(self.user_id, tool_call.name, tool_call.arguments)
             return ToolEvent(tool_call.name, tool_call.arguments, out.text, out.is_error)
         host = self.host_tools.get(tool_call.name)

@@ -152,7 +152,7 @@ def conversations_list(ctx: click.Context, user: str, as_json: bool) -> None:
         return
     for c in found:
         last = c.last_at.strftime("%Y-%m-%d %H:%M UTC")
-        click.echo(f"{c.id}\t{c.turns} turns\tlast {last}")
+        click.echo(f"{c.id}\t{plural(c.turns, 'turn')}\tlast {last}")
 
 
 @conversations.command("show")

@@ -14,8 +14,8 @@ import click
 from memoro import block
 from memoro.cli._app import cli, emit_raw, open_memoro, print_json, read_stdin, user_option
 from memoro.errors import BlockChanged
-from memoro.models import Writer, block_json
-from memoro.tools import render_delete, render_write
+from memoro.models import DeleteResult, Outcome, Writer, WriteResult, block_json
+from memoro.tools import plural
 
 
 @cli.group()
@@ -63,10 +63,9 @@ def memory_set(ctx: click.Context, user: str, if_match: str | None, as_json: boo
     if as_json:
         print_json(result.to_json())
     elif not result.rejected:
-        click.echo(render_write(result))
+        click.echo(saved(result))
     if result.rejected:
-        for warning in result.warnings:
-            click.echo(warning, err=True)
+        click.echo(not_saved(result), err=True)
         ctx.exit(1)
 
 
@@ -106,13 +105,55 @@ def memory_edit(ctx: click.Context, user: str) -> None:
             start = changed.current or ""
             continue
         if result.rejected:
-            for warning in result.warnings:
-                click.echo(warning, err=True)
+            click.echo(not_saved(result), err=True)
             if not _confirm("Open your text again to fix it?", text):
                 return
             continue
-        click.echo(render_write(result))
+        click.echo(saved(result))
         return
+
+
+def saved(result: WriteResult) -> str:
+    """What a person's own save did, in their words: no advice meant for the model."""
+    count = f"{result.count:,}/{result.limit:,} characters"
+    if result.outcome is Outcome.UNCHANGED:
+        return f"No change: this is what was saved already ({count})."
+    done = ", ".join(
+        part
+        for part in (
+            f"removed {plural(len(result.removed), 'line')}" if result.removed else "",
+            f"added {plural(len(result.added), 'line')}" if result.added else "",
+        )
+        if part
+    )
+    lines = [f"Saved: {done} ({count})."]
+    lines += [f"  - {line}" for line in result.removed]
+    lines += [f"  + {line}" for line in result.added]
+    return "\n".join(lines)
+
+
+def not_saved(result: WriteResult) -> str:
+    """Why a person's save was refused, and what to do instead."""
+    if result.outcome is Outcome.EMPTY:
+        return (
+            "Nothing saved: the new block is empty once whitespace and invisible characters"
+            " are removed, and the memory is unchanged. To delete everything, run"
+            " `memoro memory clear`."
+        )
+    return (
+        f"Nothing saved: the new block is {result.attempted_count:,} characters and the limit"
+        f" is {result.limit:,}. Cut at least {plural(result.over_by, 'character')} and save"
+        " again; the memory is unchanged."
+    )
+
+
+def cleared(result: DeleteResult, user: str) -> str:
+    if not result.deleted:
+        return "There is no personal memory to clear."
+    return (
+        f"Cleared: {plural(result.removed_count, 'line')} deleted."
+        f" Nothing is remembered about {user} now."
+    )
 
 
 def _confirm(question: str, text: str) -> bool:
@@ -160,14 +201,14 @@ def memory_clear(ctx: click.Context, user: str, yes: bool) -> None:
     if stored is None:
         click.echo("There is no personal memory to clear.")
         return
-    lines = len(block.lines(stored.text))
+    lines = plural(len(block.lines(stored.text)), "line")
     if not yes:
         click.confirm(
-            f"Delete the whole personal memory of {user} ({lines} lines)? This cannot be undone.",
+            f"Delete the whole personal memory of {user} ({lines})? This cannot be undone.",
             abort=True,
             err=True,
         )
-    click.echo(render_delete(memoro.delete_block(user, writer=Writer.USER)))
+    click.echo(cleared(memoro.delete_block(user, writer=Writer.USER), user))
 
 
 @memory.command("audit")

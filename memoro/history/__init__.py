@@ -1,2 +1,2 @@
-"""Past conversations (SPEC C): chunking, embeddings, keyword text, fusion
+"""Past conversations: chunking, embeddings, keyword text, fusion
 and the durable job queue's worker. Storage lives in memoro.store."""

@@ -1,4 +1,4 @@
-"""Splitting a finished turn into chunks for indexing (C2), pure.
+"""Splitting a finished turn into chunks for indexing, pure.
 
 A chunk holds at most MAX_CHUNK_CHARS characters. Each boundary moves back to
 a whitespace position, so no word is split across two chunks; only a single

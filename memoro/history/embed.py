@@ -1,7 +1,7 @@
 """Embedding models behind one interface: the local all-MiniLM-L6-v2 (the
 default, offline), any OpenAI-compatible embeddings endpoint, or none at all
-(keyword-only search). Each model has an id that is stored with its vectors
-(C8), so a change of model is detected.
+(keyword-only search). Each model has an id that is stored with its vectors,
+so a change of model is detected.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class Embedder(Protocol):
 
     def embed_documents(self, texts: Sequence[str]) -> list[Floats]:
         """One array of shape (parts, dim) per text: a model that reads less
-        than a whole text embeds every part of it (C7)."""
+        than a whole text embeds every part of it."""
         ...
 
     def embed_query(self, text: str) -> Floats:

@@ -1,4 +1,4 @@
-"""Hybrid ranking of past turns, pure (C4).
+"""Hybrid ranking of past turns, pure.
 
 Keyword (BM25) and semantic (cosine) candidates are taken together: the union
 of both sets is scored, so a turn only one side finds (an exact ID only

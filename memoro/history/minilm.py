@@ -6,7 +6,7 @@ an ONNX graph once and caches it. The vectors are sentence-transformers'
 cosine 0.98 of them.
 
 The model reads at most 256 tokens; the embedder cuts longer texts into
-overlapping windows so every word of a chunk is embedded (C7).
+overlapping windows so every word of a chunk is embedded.
 """
 
 from __future__ import annotations

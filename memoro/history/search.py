@@ -1,4 +1,4 @@
-"""Conversation search (C4, C5): keyword and semantic candidates from the
+"""Conversation search: keyword and semantic candidates from the
 store, ranked together by ``fusion.rank``, best chunk per turn.
 
 When the semantic side cannot be trusted — the embedding model is

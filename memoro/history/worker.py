@@ -1,6 +1,6 @@
 """The worker that drains the durable job queue: index finished turns
-(chunk, embed, store — no LLM involved, C2) or purge a deleted conversation
-(C6). It runs in a thread inside ``memoro serve``/the Python API, or as its
+(chunk, embed, store — no LLM involved) or purge a deleted conversation.
+It runs in a thread inside ``memoro serve``/the Python API, or as its
 own process (``memoro worker``); any number can share one database. On
 PostgreSQL, a worker is woken by NOTIFY the moment any process queues a job.
 
@@ -253,8 +253,8 @@ class Worker:
         return out
 
     def _notice_model_change(self) -> None:
-        """Say so when indexed chunks lack vectors from the current model
-        (C8): their users' searches use keywords alone until a reindex."""
+        """Say so when indexed chunks lack vectors from the current model:
+        their users' searches use keywords alone until a reindex."""
         if self.embedder is None:
             return
         missing, total = self.store.count_chunks_missing_vectors(self.embedder.model_id)

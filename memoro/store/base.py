@@ -2,10 +2,10 @@
 (SQLite now, PostgreSQL later) can be swapped without changing a caller.
 
 A store holds no rules of its own except what must be atomic with storage:
-a block write or delete and its audit entry are one transaction (M9); a turn
-and its indexing job commit together (C1); a job is finished in the same
+a block write or delete and its audit entry are one transaction; a turn
+and its indexing job commit together; a job is finished in the same
 transaction as its result. Every user-facing query takes the user id and
-skips deleted conversations (C5, C6).
+skips deleted conversations.
 """
 
 from __future__ import annotations

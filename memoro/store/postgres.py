@@ -1,4 +1,4 @@
-"""The PostgreSQL backend (D2): the same contract as SQLite, with row-level
+"""The PostgreSQL backend: the same contract as SQLite, with row-level
 security as a second wall between users (past conversations and the queue
 live in ``postgres_history.py``).
 

@@ -83,7 +83,7 @@ def insert_postings(conn: Any, user_id: str, chunk_id: int, found: terms.ChunkTe
 def _insert_vectors(
     conn: Any, chunk_id: int, user_id: str, model: str, windows: npt.NDArray[np.float32]
 ) -> None:
-    """One row per window of a chunk (C7), each with its model (C8)."""
+    """One row per window of a chunk, each with its model."""
     conn.cursor().executemany(
         "INSERT INTO vectors (chunk_id, user_id, model, part, embedding)"
         " VALUES (%s, %s, %s, %s, %s::vector)",
@@ -312,7 +312,7 @@ class PgHistory:
 
     def vacuum(self, tables: Sequence[str]) -> None:
         """VACUUM ``tables`` after a deletion, so that the deleted rows go from
-        pages and indexes now, not when autovacuum comes by (D4). Their bytes
+        pages and indexes now, not when autovacuum comes by. Their bytes
         stay in the files until overwritten: docs/deploy.md says what remains
         where and how an operator finishes the job. PostgreSQL skips, with a
         warning, a table this role may not vacuum (it needs MAINTAIN, 17+)."""

@@ -64,14 +64,14 @@ STATUS = {
 
 
 def _error(code: str, message: str, status: int, **extra: Any) -> JSONResponse:
-    # a message may quote what the client sent: keep it encodable (D2)
+    # a message may quote what the client sent: keep it encodable
     error = {"code": code, "message": inputs.clean_text(message), **extra}
     return JSONResponse({"error": error}, status_code=status)
 
 
 def block_rules_js() -> str:
     """The normalization tables of memoro.block as a JavaScript module, so the
-    page's live counter follows the very same rules as the server (M2)."""
+    page's live counter follows the very same rules as the server."""
     tables = {
         "LIMIT": block.LIMIT,
         "IGNORABLE": block.IGNORABLE,

@@ -85,7 +85,7 @@ class Database:
 
     def checkpoint(self) -> bool:
         """Move the WAL into the database file and truncate the WAL to zero
-        bytes. After a deletion this is what makes it true on disk (D4): the
+        bytes. After a deletion this is what makes it true on disk: the
         WAL still holds the pages as they were before secure_delete zeroed
         them. False when a reader kept it from finishing (after the 30 s the
         busy handler waits); the next checkpoint finishes the job."""

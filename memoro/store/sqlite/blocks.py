@@ -1,4 +1,4 @@
-"""The personal memory block and its audit log on SQLite (M1, M6, M9)."""
+"""The personal memory block and its audit log on SQLite."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ class Blocks:
             tx = BlockTransaction(conn, user_id)
             yield tx
         if tx.deleted:
-            self.db.checkpoint()  # the deleted text leaves the WAL too (D4)
+            self.db.checkpoint()  # the deleted text leaves the WAL too
 
     def list_audit(self, user_id: str, *, limit: int = 100) -> list[AuditEntry]:
         rows = self.db.connect().execute(

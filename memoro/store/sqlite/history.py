@@ -1,6 +1,6 @@
 """Past conversations on SQLite: turns, conversations, chunks, the keyword
 index (FTS5) and vectors. Every query is scoped to one user and skips
-conversations the user deleted (C5, C6)."""
+conversations the user deleted."""
 
 from __future__ import annotations
 
@@ -227,7 +227,7 @@ class History:
                 (user_id, conversation_id),
             )
             _bump(conn, user_id)
-        self.db.checkpoint()  # the purged text leaves the WAL too (D4)
+        self.db.checkpoint()  # the purged text leaves the WAL too
         return True
 
     # -- search ------------------------------------------------------------
@@ -263,7 +263,7 @@ class History:
         )
         return {r[0]: (r[1], r[2], datetime.fromisoformat(r[3]), r[4]) for r in rows}
 
-    # -- embedding models (C8) ---------------------------------------------
+    # -- embedding models ---------------------------------------------
 
     def vector_models(self) -> dict[str, int]:
         """How many vectors each model made."""

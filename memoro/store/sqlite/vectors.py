@@ -47,7 +47,7 @@ class _UserVectors:
 
 class Scorer:
     """Cosine similarities of one query against one user's chunks; a chunk
-    scores as its best window (C7)."""
+    scores as its best window."""
 
     def __init__(
         self,

@@ -1,4 +1,4 @@
-// The block's normalization and character count (SPEC M2, M3), the same
+// The block's normalization and character count, the same
 // algorithm as memoro/block.py over the same tables (block-rules.js is
 // generated from it), so the live counter agrees with the server.
 import * as R from "./block-rules.js";
