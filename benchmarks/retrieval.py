@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import _folds
 import numpy as np
 from _backends import add_option, backend, specs
 
@@ -40,6 +41,8 @@ from memoro.settings import Settings
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 MODES = ("hybrid", "keyword", "semantic")
+ALL_BUT_ADVERSARIAL = "all but adversarial"
+"""LoCoMo's usual primary metric leaves adversarial questions out."""
 
 
 def evidence_ids(raw: list[str]) -> list[str]:
@@ -150,10 +153,13 @@ def evaluate(memoro: Memoro, questions: list[dict[str, Any]], mode: str) -> dict
             row = scores(ranked, relevant)
             per[level][q["category"]].append(row)
             per[level]["overall"].append(row)
+            if q["category"] != "adversarial":
+                per[level][ALL_BUT_ADVERSARIAL].append(row)
     result: dict[str, Any] = {}
     for level, groups in per.items():
         result[level] = {
             "overall": average(groups["overall"]),
+            ALL_BUT_ADVERSARIAL: average(groups[ALL_BUT_ADVERSARIAL]),
             "categories": {c: average(groups[c]) for c in CATEGORIES.values() if groups[c]},
         }
     latencies.sort()
@@ -169,7 +175,11 @@ def table(results: dict[str, dict[str, Any]]) -> str:
     lines = ["| mode | level | category | R@5 | R@10 | NDCG@10 |", "|---|---|---|---:|---:|---:|"]
     for mode, result in results.items():
         for level in ("turn", "session"):
-            groups = {"overall": result[level]["overall"], **result[level]["categories"]}
+            groups = {
+                "overall": result[level]["overall"],
+                ALL_BUT_ADVERSARIAL: result[level][ALL_BUT_ADVERSARIAL],
+                **result[level]["categories"],
+            }
             for category, m in groups.items():
                 lines.append(
                     f"| {mode} | {level} | {category} | {m['R@5']:.3f} | {m['R@10']:.3f}"
@@ -178,9 +188,10 @@ def table(results: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def run(
-    data: list[dict[str, Any]], home: str, embedder: Any, url: str | None, modes: tuple[str, ...]
-) -> dict[str, dict[str, Any]]:
+def load(
+    data: list[dict[str, Any]], home: str, embedder: Any, url: str | None
+) -> tuple[Memoro, list[dict[str, Any]]]:
+    """Every conversation ingested and indexed; the scorable questions."""
     memoro = Memoro.open(home, embedder=embedder, worker=False, database_url=url)
     questions = []
     started = time.perf_counter()
@@ -203,6 +214,13 @@ def run(
     indexed = memoro.index_pending()
     elapsed = time.perf_counter() - started
     print(f"ingested and indexed {indexed} turns in {elapsed:.1f} s", file=sys.stderr)
+    return memoro, questions
+
+
+def run(
+    data: list[dict[str, Any]], home: str, embedder: Any, url: str | None, modes: tuple[str, ...]
+) -> dict[str, dict[str, Any]]:
+    memoro, questions = load(data, home, embedder, url)
     results = {mode: evaluate(memoro, questions, mode) for mode in modes}
     memoro.close()
     return results
@@ -229,6 +247,12 @@ def main() -> None:
     parser.add_argument("--embedder", default="local", help="local, api or keyword")
     add_option(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--folds",
+        action="store_true",
+        help="leave-one-conversation-out: tune the ranking constants on all conversations"
+        " but one, score the one left out, rotate (hybrid mode, first --database)",
+    )
     args = parser.parse_args()
 
     data = json.loads(args.data.read_text("utf-8"))
@@ -236,6 +260,13 @@ def main() -> None:
     settings = Settings.from_env(overrides={"home": ".", "embedder": args.embedder})
     inner = make_embedder(settings)
     embedder = CachedEmbedder(inner) if inner is not None else None
+    if args.folds:
+        with backend(specs(args)[0]) as where, tempfile.TemporaryDirectory() as home:
+            memoro, questions = load(data, home, embedder, where.url)
+            print(f"{len(questions)} questions, embedder {args.embedder}, {where.label}")
+            print(_folds.report(memoro, questions))
+            memoro.close()
+        return
     results: dict[str, dict[str, dict[str, Any]]] = {}
     for spec in specs(args):
         with backend(spec) as where, tempfile.TemporaryDirectory() as home:

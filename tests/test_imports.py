@@ -252,3 +252,16 @@ def test_any_tree_imports_exactly_the_path_to_current_node(
         part for t in conversation.turns for part in (t.question, *t.answer.split("\n\n")) if part
     ]
     assert texts == [f"text of {n}" for n in path]
+
+
+def test_a_zip_bomb_is_refused_before_it_is_unpacked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoro.imports import source
+
+    monkeypatch.setattr(source, "BOMB_SIZE", 1_000_000)
+    path = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("conversations.json", "[" + " " * 5_000_000 + "]")
+    with pytest.raises(InvalidInput, match="would unpack to 5,000,002 bytes"):
+        Source.open(path)

@@ -46,6 +46,10 @@ def rank(
     neighbors: Mapping[int, Sequence[int]],
     candidates: set[int],
     mode: Mode = Mode.HYBRID,
+    *,
+    weight: float | None = None,
+    floor: float | None = None,
+    share: float = NEIGHBOR_SHARE,
 ) -> list[RankedTurn]:
     """Rank the ``candidates`` turns, best first.
 
@@ -53,10 +57,15 @@ def rank(
     chunks) to its turn; ``keyword`` holds BM25 scores (higher is better) of
     the chunks keyword search returned; ``semantic`` the cosine similarity of
     chunks that have vectors; ``neighbors`` the turns before and after each
-    candidate in its conversation.
+    candidate in its conversation. ``weight`` (hybrid: the keyword side's
+    share), ``floor`` and ``share`` replace the constants, for measuring.
     """
-    weight = KEYWORD_WEIGHT[mode]
-    floor = SEMANTIC_FLOOR if mode is Mode.HYBRID else -1.0
+    if mode is not Mode.HYBRID or weight is None:
+        weight = KEYWORD_WEIGHT[mode]
+    if mode is not Mode.HYBRID:
+        floor = -1.0
+    elif floor is None:
+        floor = SEMANTIC_FLOOR
     top = max(keyword.values(), default=0.0)
     best: dict[int, tuple[float, int]] = {}
     for chunk_id, turn_id in chunk_turn.items():
@@ -72,7 +81,7 @@ def rank(
         score, chunk_id = best[turn_id]
         around = [best[n][0] for n in neighbors.get(turn_id, ()) if n in best]
         if around:
-            score += NEIGHBOR_SHARE * max(around)
+            score += share * max(around)
         ranked.append(RankedTurn(turn_id, chunk_id, score))
     ranked.sort(key=lambda r: (-r.score, -r.turn_id))
     return ranked

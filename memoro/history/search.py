@@ -11,10 +11,11 @@ history by a signal the other half lacks.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 
 from memoro.errors import MemoroError
 from memoro.history.embed import Embedder
-from memoro.history.fusion import Mode, rank
+from memoro.history.fusion import Mode, RankedTurn, rank
 from memoro.models import SearchHit, SearchHits
 from memoro.store.base import SemanticScorer, Store
 
@@ -32,15 +33,26 @@ INCOMPLETE = (
 )
 
 
-def search(
-    store: Store,
-    embedder: Embedder | None,
-    user_id: str,
-    query: str,
-    limit: int,
-    mode: Mode = Mode.HYBRID,
-) -> SearchHits:
-    """The user's past turns that best match ``query``, best first."""
+@dataclass
+class Evidence:
+    """What a query found before ranking: the candidate turns, every chunk
+    to score (the candidates' and their neighbours') with its turn, keyword
+    and semantic scores, each candidate's neighbours, and the mode that can
+    rank them (keyword alone when the semantic side cannot be trusted)."""
+
+    mode: Mode
+    candidates: set[int] = field(default_factory=set)
+    chunk_turn: dict[int, int] = field(default_factory=dict)
+    keyword: dict[int, float] = field(default_factory=dict)
+    semantic: dict[int, float] = field(default_factory=dict)
+    neighbors: dict[int, list[int]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def gather(
+    store: Store, embedder: Embedder | None, user_id: str, query: str, mode: Mode = Mode.HYBRID
+) -> Evidence:
+    """The evidence for ``query`` in the user's history (C4, C7)."""
     warnings: list[str] = []
     vector = None
     if embedder is not None and mode != Mode.KEYWORD:
@@ -58,7 +70,7 @@ def search(
     semantic_hits = scorer.top(CANDIDATES) if scorer is not None else []
     candidates = {turn for _, turn, _ in keyword_hits} | {turn for _, turn, _ in semantic_hits}
     if not candidates:
-        return SearchHits(warnings=warnings)
+        return Evidence(mode, warnings=warnings)
     neighbors, chunk_turn = store.turn_context(user_id, sorted(candidates))
     semantic: dict[int, float] = {}
     if embedder is not None and scorer is not None and vector is not None:
@@ -69,17 +81,45 @@ def search(
             scorer = store.semantic(user_id, embedder.model_id, vector)
             semantic = scorer.scores(chunk_turn)
         if len(semantic) < len(chunk_turn):
-            hits = search(store, None, user_id, query, limit, Mode.KEYWORD)
-            return hits.with_warnings([*warnings, INCOMPLETE])
+            found = gather(store, None, user_id, query, Mode.KEYWORD)
+            found.warnings[:0] = [*warnings, INCOMPLETE]
+            return found
     keyword = {chunk: score for chunk, _, score in keyword_hits}
-    ranked = rank(chunk_turn, keyword, semantic, neighbors, candidates, mode)
-    if mode is not Mode.SEMANTIC:
-        ranked = [r for r in ranked if r.score > 0]  # no keyword and no real semantic evidence
-    ranked = ranked[:limit]
-    found = store.chunk_hits(user_id, [r.chunk_id for r in ranked])
-    found_hits = []
+    return Evidence(mode, candidates, chunk_turn, keyword, semantic, neighbors, warnings)
+
+
+def search(
+    store: Store,
+    embedder: Embedder | None,
+    user_id: str,
+    query: str,
+    limit: int,
+    mode: Mode = Mode.HYBRID,
+) -> SearchHits:
+    """The user's past turns that best match ``query``, best first."""
+    found = gather(store, embedder, user_id, query, mode)
+    ranked = ordered(found)[:limit]
+    chunks = store.chunk_hits(user_id, [r.chunk_id for r in ranked])
+    hits = []
     for r in ranked:
-        if r.chunk_id in found:
-            turn_id, conversation_id, at, text = found[r.chunk_id]
-            found_hits.append(SearchHit(turn_id, conversation_id, at, text, r.score))
-    return SearchHits(found_hits, warnings)
+        if r.chunk_id in chunks:
+            turn_id, conversation_id, at, text = chunks[r.chunk_id]
+            hits.append(SearchHit(turn_id, conversation_id, at, text, r.score))
+    return SearchHits(hits, found.warnings)
+
+
+def ordered(found: Evidence, **constants: float) -> list[RankedTurn]:
+    """The candidate turns best first (``constants`` override fusion's, for
+    the benchmark's leave-one-out tuning)."""
+    ranked = rank(
+        found.chunk_turn,
+        found.keyword,
+        found.semantic,
+        found.neighbors,
+        found.candidates,
+        found.mode,
+        **constants,
+    )
+    if found.mode is not Mode.SEMANTIC:
+        ranked = [r for r in ranked if r.score > 0]  # no keyword and no real semantic evidence
+    return ranked

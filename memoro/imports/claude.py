@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from memoro.imports.dialogue import branch, each, message, pair, time_or_none
+from memoro.imports.dialogue import branch, content_text, each, message, pair, time_or_none
 from memoro.imports.model import ImportedConversation, Message, Tally
 from memoro.imports.source import Source, json_members
 
@@ -62,18 +62,8 @@ def _message(raw: dict[str, Any], tally: Tally) -> Message | None:
     if role is None:
         tally.skipped[f"{sender or 'unknown'} messages"] += 1
         return None
-    texts: list[str] = []
+    texts = content_text(raw, _NOT_DIALOGUE, tally)
     blocks = [b for b in raw.get("content") or [] if isinstance(b, dict)]
-    for block in blocks:
-        kind = block.get("type", "")
-        if kind == "text":
-            texts.append(str(block.get("text") or ""))
-        elif kind in _NOT_DIALOGUE:
-            tally.skipped[_NOT_DIALOGUE[kind]] += 1
-        else:
-            tally.unknown[kind or "untyped block"] += 1
-    if not blocks and raw.get("text"):
-        texts.append(str(raw["text"]))
     only_tool_results = bool(blocks) and all(b.get("type") == "tool_result" for b in blocks)
     if role == "user" and only_tool_results:
         return None  # the tool answering, not the user asking

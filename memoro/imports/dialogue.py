@@ -113,6 +113,27 @@ def each(
             yield found
 
 
+def content_text(raw: dict[str, Any], not_dialogue: Mapping[str, str], tally: Tally) -> list[str]:
+    """The text of a message's typed content blocks (``{"type": "text",
+    "text": …}``, the text possibly ``{"value": …}``), the others counted as
+    left out (``not_dialogue`` names why) or unknown; a message without
+    blocks gives its ``text`` field."""
+    blocks = [b for b in raw.get("content") or [] if isinstance(b, dict)]
+    texts: list[str] = []
+    for block in blocks:
+        kind = block.get("type", "")
+        if kind == "text":
+            value = block.get("text")
+            texts.append(str(value.get("value") if isinstance(value, dict) else value or ""))
+        elif kind in not_dialogue:
+            tally.skipped[not_dialogue[kind]] += 1
+        else:
+            tally.unknown[kind or "untyped block"] += 1
+    if not blocks and raw.get("text"):
+        texts.append(str(raw["text"]))
+    return texts
+
+
 def message(id: str, role: str, text: str, time: object) -> Message:
     """A Message whose time is read from what the export wrote."""
     try:

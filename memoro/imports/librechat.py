@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from memoro.imports.dialogue import branch, each, message, pair, time_or_none
+from memoro.imports.dialogue import branch, content_text, each, message, pair, time_or_none
 from memoro.imports.model import ImportedConversation, Message, Tally
 from memoro.imports.source import Source, json_members
 
@@ -53,19 +53,7 @@ def _conversation(raw: dict[str, Any], tally: Tally) -> ImportedConversation:
 
 def _message(raw: dict[str, Any], tally: Tally) -> Message | None:
     role = "user" if raw.get("isCreatedByUser") else "assistant"
-    texts: list[str] = []
-    blocks = [b for b in raw.get("content") or [] if isinstance(b, dict)]
-    for block in blocks:
-        kind = block.get("type", "")
-        if kind == "text":
-            value = block.get("text")
-            texts.append(str(value.get("value") if isinstance(value, dict) else value or ""))
-        elif kind in _NOT_DIALOGUE:
-            tally.skipped[_NOT_DIALOGUE[kind]] += 1
-        else:
-            tally.unknown[kind or "untyped block"] += 1
-    if not blocks and raw.get("text"):
-        texts.append(str(raw["text"]))
+    texts = content_text(raw, _NOT_DIALOGUE, tally)
     names = [f.get("filename") for f in raw.get("files") or [] if isinstance(f, dict)]
     texts += [f"[attached: {name}]" for name in names if name]
     text = "\n\n".join(t for t in texts if t.strip())

@@ -17,6 +17,11 @@ import ijson
 
 from memoro.errors import InvalidInput
 
+BOMB_SIZE = 256 * 2**20
+"""A zip member larger than this, unpacked, must also compress sensibly…"""
+BOMB_RATIO = 200
+"""…by at most this factor (chat exports compress 5–20×; zip bombs 1,000×)."""
+
 
 class _Counting(io.RawIOBase):
     """Reads a file and counts how far it got."""
@@ -68,6 +73,15 @@ class Source:
                 self._zip = zipfile.ZipFile(io.BufferedReader(self._raw, 1 << 16))
             except (zipfile.BadZipFile, OSError) as exc:
                 raise InvalidInput(f"{name or 'the file'} is a damaged zip file: {exc}") from None
+            for info in self._zip.infolist():
+                if info.file_size > BOMB_SIZE and info.file_size > BOMB_RATIO * max(
+                    info.compress_size, 1
+                ):
+                    self._zip.close()
+                    raise InvalidInput(
+                        f"{info.filename} in {name or 'the zip'} would unpack to"
+                        f" {info.file_size:,} bytes from {info.compress_size:,}: that is no export"
+                    )
         file.seek(0)
         self._raw.position = 0
 
@@ -75,9 +89,14 @@ class Source:
     def open(cls, path: str | Path) -> Source:
         path = Path(path)
         try:
-            return cls(path.open("rb"), path.name)
+            file = path.open("rb")
         except OSError as exc:
             raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from None
+        try:
+            return cls(file, path.name)
+        except BaseException:
+            file.close()
+            raise
 
     @property
     def is_zip(self) -> bool:

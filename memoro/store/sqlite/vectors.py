@@ -66,7 +66,7 @@ class Scorer:
         if n == 0 or limit <= 0:
             return []
         k = min(limit, n)
-        picked = np.argpartition(-self._scores, k - 1)[:k]
+        picked = np.argpartition(self._scores, n - k)[n - k :]
         picked = picked[np.argsort(-self._scores[picked], kind="stable")]
         return [
             (int(c), self._chunk_turn[int(c)], float(self._scores[i]))
@@ -99,8 +99,9 @@ class VectorCache:
             if entry.group_start is None:
                 self._group(entry)
             assert entry.group_start is not None and entry.group_chunk is not None
-            sims = entry.matrix @ query.astype(np.float32)
-            best = np.maximum.reduceat(sims, entry.group_start)
+            best = entry.matrix @ query.astype(np.float32)
+            if len(entry.group_start) < len(best):  # some chunk has several windows
+                best = np.maximum.reduceat(best, entry.group_start)
             return Scorer(entry.group_chunk, best, entry.group_index or {}, entry.chunk_turn)
 
     def _fresh(self, user_id: str, model: str) -> _UserVectors:
