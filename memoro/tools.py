@@ -137,8 +137,12 @@ def describe(name: str, text: str, is_error: bool) -> str:
     if name == "memory_write":
         if is_error:
             return "Memory not changed: " + first.removeprefix("Error: ")
-        if first.startswith("Saved."):
-            return "Memory saved: " + first.removeprefix("Saved. ").rstrip(".")
+        saved = re.match(r"Saved\. ([\d,]+) lines? removed, ([\d,]+) lines? added", first)
+        if saved:
+            removed, added = (int(n.replace(",", "")) for n in saved.groups())
+            done = [f"removed {plural(removed, 'line')}"] if removed else []
+            done += [f"added {plural(added, 'line')}"] if added else []
+            return "Memory saved: " + (", ".join(done) or "no line changed")
         if first.startswith("No change"):
             return "Memory unchanged: the assistant wrote the same block again"
         return "Memory not saved: " + first.removeprefix("Not saved: ")

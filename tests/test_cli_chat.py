@@ -34,7 +34,7 @@ def test_a_chat_session_writes_memory_and_shows_the_changed_lines(tmp_path: Path
         )
     assert result.exit_code == 0, result.output
     assert "Noted, Al." in result.stdout
-    assert "[Memory saved: 0 lines removed, 1 line added]\n  + Preferred name: Al" in result.stderr
+    assert "[Memory saved: added 1 line]\n  + Preferred name: Al" in result.stderr
     assert "Preferred name: Al" in result.stdout  # /memory
     assert "(new conversation)" in result.stderr
     with Memoro.open(tmp_path, embedder=None, worker=False) as memoro:

@@ -74,6 +74,11 @@ def test_serve_logs_one_line_per_request(tmp_path: Path) -> None:
         assert "INFO memoro.http: GET /v1/conversations/{conversation_id} 404" in line
         assert " ms user " in line and "local" not in line.split("user")[-1]
         assert "secret" not in line  # the route, not the id
+    while not lines.empty():
+        seen.append(lines.get())
+    # once each, in memoro's format (not again by a root logger's handler)
+    logged = [line for line in seen if "/healthz 200" in line]
+    assert len(logged) == 1 and " INFO memoro.http: " in logged[0], logged
 
 
 def test_the_log_level_warning_keeps_requests_quiet(tmp_path: Path) -> None:

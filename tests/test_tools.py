@@ -133,3 +133,22 @@ def test_t5_changing_a_definition_changes_every_shape(monkeypatch: pytest.Monkey
     monkeypatch.setitem(tools.TOOLS, "memory_write", changed)
     assert tools.openai_tools()[0]["function"]["description"] == "changed once"
     assert tools.anthropic_tools()[0]["description"] == "changed once"
+
+
+def test_each_tool_call_is_labelled_for_people_by_what_it_did(memoro: Memoro) -> None:
+    def label(name: str, arguments: dict[str, object]) -> str:
+        result = memoro.execute_tool("ann", name, arguments)
+        return tools.describe(name, result.text, result.is_error)
+
+    assert label("memory_write", {"block": "a"}) == "Memory saved: added 1 line"
+    assert label("memory_write", {"block": "b\nc"}) == (
+        "Memory saved: removed 1 line, added 2 lines"
+    )
+    assert label("memory_write", {"block": "b\nc"}) == (
+        "Memory unchanged: the assistant wrote the same block again"
+    )
+    assert label("memory_write", {"block": " "}).startswith("Memory not saved: ")
+    assert label("memory_delete_all", {}) == "Memory cleared: everything remembered was deleted"
+    assert label("conversation_search", {"query": "x"}) == (
+        "Searched past conversations for 'x': nothing found"
+    )

@@ -85,6 +85,7 @@ def log_to_stderr(level: str) -> None:
     long-running commands."""
     logger = logging.getLogger("memoro")
     logger.setLevel(level.upper())
+    logger.propagate = False  # a library's root handler would print each line twice
     if not any(isinstance(h, _Stderr) for h in logger.handlers):
         handler = _Stderr()
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
