@@ -159,7 +159,7 @@ class TurnIn(BaseModel):
         default=None,
         description="An idempotency key of the host's choosing (e.g. its message id): a turn"
         " sent again with a key this user already has is stored once (created: false).",
-        json_schema_extra={"minLength": 1, "maxLength": inputs.ID_MAX},
+        json_schema_extra=ID_SCHEMA,
     )
 
 
