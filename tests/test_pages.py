@@ -101,6 +101,10 @@ def test_open_shows_the_turns_in_view_even_far_down_the_list(
     row.get_by_role("button", name="Open").click()
     expect(page.locator("#turn-list")).to_contain_text("You: Question number 10")
     assert in_view(page, "#turns-title"), "the opened conversation is out of sight"
+    assert page.evaluate(  # right after the list, not after the import form
+        """() => document.querySelector('#turns').getBoundingClientRect().bottom
+                 <= document.querySelector('#import').getBoundingClientRect().top"""
+    )
     shot(page, "conversations-open-phone")
 
 
