@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ METHODS = [
     "conversation_turns",
     "delete_conversation",
     "execute_tool",
+    "export",
 ]
 
 
@@ -70,7 +72,15 @@ class Blocking:
         method = getattr(self._client, name)
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            return self._loop.run_until_complete(method(*args, **kwargs))
+            answer = method(*args, **kwargs)
+            if inspect.isasyncgen(answer):  # export: its pieces, gathered
+                pieces = answer
+
+                async def gather() -> list[Any]:
+                    return [piece async for piece in pieces]
+
+                return self._loop.run_until_complete(gather())
+            return self._loop.run_until_complete(answer)
 
         return call
 
@@ -255,6 +265,18 @@ def test_turns_are_listed_read_searched_and_deleted(setup: Setup) -> None:
     assert memory.delete_conversation("ann", "trip") is True
     assert memory.delete_conversation("ann", "trip") is False
     assert memory.search("ann", "Lisbon seat") == []
+
+
+def test_export_gives_everything_held_about_the_user(setup: Setup) -> None:
+    memory = setup.memory
+    memory.write_block("ann", "Preferred name: Al", writer="user")
+    memory.record_turn("ann", "trip", "Which flight?", "TAP 9:40.")
+    memory.write_block("bob", "Bob's", writer="user")
+    exported = json.loads("".join(memory.export("ann")))
+    assert exported["format"] == "memoro-export"
+    assert exported["block"]["text"] == "Preferred name: Al"
+    assert "Bob's" not in json.dumps(exported)
+    assert "TAP 9:40." in json.dumps(exported)
 
 
 def test_tool_calls_run_for_the_given_user(setup: Setup) -> None:
