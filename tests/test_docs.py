@@ -71,3 +71,24 @@ def test_all_names_the_public_api_exactly() -> None:
     modules = {name for name in public if isinstance(getattr(memoro, name), types.ModuleType)}
     assert set(memoro.__all__) == public - modules
     assert len(memoro.__all__) == len(set(memoro.__all__))
+
+
+def test_the_readme_remote_client_example_runs_against_a_token_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoro.service import Memoro
+    from memoro.settings import Settings
+    from memoro.store.sqlite import SqliteStore
+    from memoro.web.security import AuthConfig
+    from tests.web_server import SECRET, running
+
+    monkeypatch.setenv("MEMORO_SECRET", SECRET)
+    example = _python_blocks("### Remote client")
+    assert '"http://127.0.0.1:8700"' in example
+    service = Memoro(SqliteStore(tmp_path / "m.db"), Settings(home=tmp_path), embedder=None)
+    with running(service, AuthConfig.build("token", SECRET, "local")) as url:
+        namespace: dict[str, Any] = {}
+        exec(example.replace("http://127.0.0.1:8700", url), namespace)
+        namespace["memory"].close()
+    assert service.read_block("alice").text == "Preferred name: Al"  # type: ignore[union-attr]
+    service.close()
