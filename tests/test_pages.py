@@ -181,6 +181,18 @@ def test_a_conflict_shows_what_the_other_writer_changed_before_save_again(
     assert service.read_block(USER).text == "Name: Ann\nCity: Bergen\nTeam: blue"  # type: ignore[union-attr]
 
 
+def test_the_other_writers_lines_are_shown_as_text(page: Page, url: str, service: Memoro) -> None:
+    payload = '<img src=x onerror="window.__xss=1">'
+    service.write_block(USER, "Name: Ann", writer="user")
+    open_memory(page, url)
+    page.locator("#block").fill("Name: Ann\nmine")
+    service.write_block(USER, f"Name: Ann\nNote: {payload}", writer="model")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#conflict")).to_contain_text(f"+ Note: {payload}")
+    assert page.evaluate("window.__xss") is None
+    assert page.locator("img").count() == 0
+
+
 def test_load_server_copy_refreshes_recent_changes(page: Page, url: str, service: Memoro) -> None:
     service.write_block(USER, "one", writer="user")
     open_memory(page, url)
