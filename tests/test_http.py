@@ -352,3 +352,21 @@ def test_pages_carry_a_content_security_policy(local_server: str) -> None:
         assert "<script>" not in page.text  # no inline script
         assert http.get("/docs").status_code == 200
         assert http.get("/openapi.json").json()["info"]["title"] == "memoro"
+
+
+def test_conversations_come_in_pages_with_the_total(local_server: str, service: Memoro) -> None:
+    for i in range(3):
+        service.record_turn(
+            "me", f"c{i}", f"question {i}", "answer", at=f"2025-01-0{i + 1}T10:00:00Z"
+        )
+    with httpx.Client(base_url=local_server, timeout=10) as http:
+        page = http.get("/v1/conversations", params={"limit": 2, "offset": 1})
+        assert page.headers["X-Total-Count"] == "3"
+        assert [(c["id"], c["preview"]) for c in page.json()] == [
+            ("c1", "question 1"),
+            ("c0", "question 0"),
+        ]
+        for params in ({"limit": 0}, {"limit": 1001}, {"limit": "two"}, {"offset": -1}):
+            refused = http.get("/v1/conversations", params=params)
+            assert refused.status_code == 422, params
+            assert refused.json()["error"]["code"] == "invalid_input"

@@ -69,7 +69,7 @@ def test_conversations_come_a_page_at_a_time_with_their_first_line(
     expect(first.locator(".title")).to_have_text("c059")  # the latest first
     expect(first.locator(".preview")).to_have_text("Question number 59 about topic 59")
     expect(first.locator(".meta")).to_contain_text("1 turn ·")
-    expect(page.locator("#count-line")).to_have_text("The latest 25 conversations.")
+    expect(page.locator("#count-line")).to_have_text("The latest 25 of 60 conversations.")
     page.get_by_role("button", name="Show more").click()
     expect(rows).to_have_count(50)
     page.get_by_role("button", name="Show more").click()
@@ -77,6 +77,10 @@ def test_conversations_come_a_page_at_a_time_with_their_first_line(
     expect(page.get_by_role("button", name="Show more")).to_be_hidden()
     expect(page.locator("#count-line")).to_have_text("60 conversations, latest first.")
     expect(rows.last.locator(".title")).to_have_text("c000")
+    rows.last.get_by_role("button", name="Delete").click()
+    page.locator("#confirm-delete").get_by_role("button", name="Delete").click()
+    expect(rows).to_have_count(59)
+    expect(page.locator("#count-line")).to_have_text("59 conversations, latest first.")
 
 
 def test_open_shows_the_turns_in_view_even_far_down_the_list(

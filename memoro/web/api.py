@@ -305,7 +305,21 @@ def record_turn(body: TurnIn, user: User, memoro: Service) -> TurnOut:
     )
 
 
-@router.get("/conversations", response_model=list[ConversationOut], summary="List conversations")
+@router.get(
+    "/conversations",
+    response_model=list[ConversationOut],
+    summary="List conversations",
+    responses={
+        200: {
+            "headers": {
+                "X-Total-Count": {
+                    "description": "How many conversations there are in all.",
+                    "schema": {"type": "integer"},
+                }
+            }
+        }
+    },
+)
 def list_conversations(
     user: User,
     memoro: Service,
@@ -314,7 +328,11 @@ def list_conversations(
     ] = None,
     offset: Annotated[int, Query(ge=0, description="How many to skip first.")] = 0,
 ) -> Any:
-    return [c.to_json() for c in memoro.list_conversations(user, limit=limit, offset=offset)]
+    everything = memoro.list_conversations(user)
+    page = everything[offset : None if limit is None else offset + limit]
+    return JSONResponse(
+        [c.to_json() for c in page], headers={"X-Total-Count": str(len(everything))}
+    )
 
 
 ConversationId = Annotated[str, Path(description=ID_DOC, json_schema_extra=ID_SCHEMA)]

@@ -11,7 +11,7 @@ export async function call(method, path, body, headers = {}) {
   const response = await fetch(path, init);
   const text = await response.text();
   const data = text ? JSON.parse(text) : null;
-  return { status: response.status, ok: response.ok, data };
+  return { status: response.status, ok: response.ok, data, headers: response.headers };
 }
 
 export function errorMessage(result) {

@@ -14,6 +14,7 @@ const searchBox = document.getElementById("search");
 const clearSearch = document.getElementById("search-clear");
 let pending = null;
 let shown = 0;          // conversations listed so far
+let total = 0;          // conversations there are
 let openId = null;      // the conversation open beside the list
 const titles = new Map();
 
@@ -99,9 +100,14 @@ async function showPage(reset) {
   for (const conversation of page) list.append(row(conversation));
   shown += page.length;
   more.hidden = result.data.length <= PAGE;
-  countLine.textContent = shown
-    ? `${more.hidden ? "" : "The latest "}${plural(shown, "conversation")}${more.hidden ? ", latest first" : ""}.`
-    : "";
+  total = Number(result.headers.get("X-Total-Count") ?? shown);
+  tellCount();
+}
+
+function tellCount() {
+  countLine.textContent = !shown ? ""
+    : more.hidden ? `${plural(shown, "conversation")}, latest first.`
+    : `The latest ${shown.toLocaleString()} of ${plural(total, "conversation")}.`;
 }
 
 async function refresh() {
@@ -160,6 +166,9 @@ document.getElementById("delete-yes").addEventListener("click", async () => {
   list.querySelector(`li[data-id="${CSS.escape(pending)}"]`)?.remove();
   for (const hit of hits.querySelectorAll(`li[data-conversation="${CSS.escape(pending)}"]`)) hit.remove();
   shown = Math.max(0, shown - 1);
+  total = Math.max(0, total - 1);
+  if (!shown) await showPage(true);  // the next ones, or "No conversations yet."
+  else tellCount();
 });
 document.getElementById("delete-no").addEventListener("click", () => dialog.close());
 
