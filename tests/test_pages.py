@@ -105,6 +105,11 @@ def test_open_shows_the_turns_in_view_even_far_down_the_list(
     row.get_by_role("button", name="Open").click()
     expect(page.locator("#turn-list")).to_contain_text("You: Question number 10")
     assert in_view(page, "#turns-title"), "the opened conversation is out of sight"
+    page.keyboard.press("Escape")
+    expect(page.locator("#turns")).to_be_hidden()
+    expect(row.get_by_role("button", name="Open")).to_be_focused()  # back where you were
+    row.get_by_role("button", name="Open").click()
+    expect(page.locator("#turn-list")).to_contain_text("You: Question number 10")
     assert page.evaluate(  # right after the list, not after the import form
         """() => document.querySelector('#turns').getBoundingClientRect().bottom
                  <= document.querySelector('#import').getBoundingClientRect().top"""

@@ -156,6 +156,9 @@ document.getElementById("search-form").addEventListener("submit", (event) => {
 clearSearch.addEventListener("click", showAll);
 more.addEventListener("click", () => showPage(false));
 document.getElementById("turns-close").addEventListener("click", closePanel);
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Escape" && !section.hidden && !dialog.open) closePanel();
+});
 
 document.getElementById("delete-yes").addEventListener("click", async () => {
   dialog.close();
