@@ -205,7 +205,7 @@ def test_a_conversation_whose_id_has_a_slash_opens_and_deletes_on_the_page(
 ) -> None:
     service.record_turn(USER, "notes/2025/may", "Where did we park?", "Level 3, row B.")
     open_then_delete(page, url, "notes/2025/may", "Level 3, row B.")
-    expect(page.locator("#status")).to_contain_text('Deleted "notes/2025/may".')
+    expect(page.locator("#status")).to_contain_text('Deleted "Where did we park?".')
     assert service.list_conversations(USER) == []
 
 

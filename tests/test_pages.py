@@ -66,9 +66,9 @@ def test_conversations_come_a_page_at_a_time_with_their_first_line(
     rows = page.locator("#list li[data-id]")
     expect(rows).to_have_count(25)
     first = rows.first
-    expect(first.locator(".title")).to_have_text("c059")  # the latest first
-    expect(first.locator(".preview")).to_have_text("Question number 59 about topic 59")
-    expect(first.locator(".meta")).to_contain_text("1 turn ·")
+    # the latest first; without a title, its first line names it, its id beside the count
+    expect(first.locator(".title")).to_have_text("Question number 59 about topic 59")
+    expect(first.locator(".meta")).to_contain_text("c059 · 1 turn ·")
     expect(page.locator("#count-line")).to_have_text("The latest 25 of 60 conversations.")
     page.get_by_role("button", name="Show more").click()
     expect(rows).to_have_count(50)
@@ -76,7 +76,7 @@ def test_conversations_come_a_page_at_a_time_with_their_first_line(
     expect(rows).to_have_count(60)
     expect(page.get_by_role("button", name="Show more")).to_be_hidden()
     expect(page.locator("#count-line")).to_have_text("60 conversations, latest first.")
-    expect(rows.last.locator(".title")).to_have_text("c000")
+    expect(rows.last.locator(".title")).to_have_text("Question number 0 about topic 0")
     rows.last.get_by_role("button", name="Delete").click()
     page.locator("#confirm-delete").get_by_role("button", name="Delete").click()
     expect(rows).to_have_count(59)
@@ -91,7 +91,7 @@ def test_open_shows_the_turns_in_view_even_far_down_the_list(
     page.get_by_role("button", name="Show more").click()
     row = page.locator("li[data-id='c010']")
     row.get_by_role("button", name="Open").click()
-    expect(page.locator("#turns-title")).to_have_text("c010")
+    expect(page.locator("#turns-title")).to_have_text("Question number 10 about topic 10")
     expect(page.locator("#turn-list")).to_contain_text("You: Question number 10")
     expect(page.locator("#turns-meta")).to_contain_text("1 turn ·")
     assert in_view(page, "#turns-title"), "the opened conversation is out of sight"
@@ -151,7 +151,8 @@ def test_titles_previews_and_hits_are_shown_as_text(page: Page, url: str, servic
     service.record_turn(USER, f"id {payload}", f"Question {payload}", f"Answer {payload}")
     service.index_pending()
     open_conversations(page, url)
-    expect(page.locator("#list .preview")).to_have_text(f"Question {payload}")
+    expect(page.locator("#list .title")).to_have_text(f"Question {payload}")
+    expect(page.locator("#list .meta")).to_contain_text(f"id {payload} · 1 turn")
     page.get_by_role("searchbox").fill("Question img")
     page.get_by_role("button", name="Search").click()
     expect(page.locator("#hits")).to_contain_text(f"Answer {payload}")

@@ -66,24 +66,28 @@ function closePanel() {
 }
 
 function row(conversation) {
-  titles.set(conversation.id, conversation.title);
+  // its title where it has one (imports), else its first line, else its id
+  const name = conversation.title || conversation.preview || conversation.id;
+  titles.set(conversation.id, name);
   const item = el("li");
   item.dataset.id = conversation.id;
   const text = el("div", "name");
-  text.append(el("div", "title", conversation.title || conversation.id));
-  if (conversation.preview && conversation.preview !== conversation.title) {
+  text.append(el("div", "title", name));
+  if (conversation.title && conversation.preview && conversation.preview !== conversation.title) {
     text.append(el("div", "preview", conversation.preview));
   }
-  text.append(el("div", "meta", `${plural(conversation.turns, "turn")} · ${day(conversation.last_at)}`));
+  const meta = `${plural(conversation.turns, "turn")} · ${day(conversation.last_at)}`;
+  const named = conversation.title || name === conversation.id;
+  text.append(el("div", "meta", named ? meta : `${conversation.id} · ${meta}`));
   const openButton = el("button", "", "Open");
-  openButton.setAttribute("aria-label", `Open ${conversation.title || conversation.id}`);
+  openButton.setAttribute("aria-label", `Open ${name}`);
   openButton.addEventListener("click", () => open(conversation.id));
   const deleteButton = el("button", "danger", "Delete");
-  deleteButton.setAttribute("aria-label", `Delete ${conversation.title || conversation.id}`);
+  deleteButton.setAttribute("aria-label", `Delete ${name}`);
   deleteButton.addEventListener("click", () => {
     pending = conversation.id;
     document.getElementById("delete-what").textContent =
-      `"${conversation.title || conversation.id}" will be removed from search at once. This cannot be undone.`;
+      `"${name}" will be removed from search at once. This cannot be undone.`;
     dialog.showModal();
   });
   item.append(text, openButton, deleteButton);
