@@ -38,6 +38,7 @@ from memoro.errors import (
     Unauthorized,
     UnknownTool,
 )
+from memoro.inputs import clean_text
 from memoro.models import (
     AuditEntry,
     Conversation,
@@ -53,7 +54,8 @@ from memoro.models import (
     WriteResult,
 )
 from memoro.prompt import SystemPrompt
-from memoro.tools import ToolResult, execute
+from memoro.tools import ToolResult, execute, tool_named
+from memoro.turns import check_conversation
 
 __all__ = ["AsyncMemoroClient", "MemoroClient"]
 
@@ -317,6 +319,7 @@ class _Calls:
             return ToolResult(data["text"], data["is_error"])
 
         body = {"arguments": dict(arguments) if isinstance(arguments, Mapping) else arguments}
+        tool_named(name)  # an unknown name is refused here, as Memoro refuses it
         return _Call("POST", f"/v1/tools/{quote(name, safe='')}", user_id, read, body=body)
 
 
@@ -325,15 +328,19 @@ def _unreachable(base_url: httpx.URL, exc: Exception) -> StoreError:
 
 
 def _conversation(conversation_id: str) -> str:
-    # dots escaped too: an id such as ".." must reach the server, not be resolved away
+    check_conversation(conversation_id)  # an id no path can carry is refused as Memoro does
+    # dots escaped too: an id such as "a/.." must reach the server, not be resolved away
     return "/v1/conversations/" + quote(conversation_id, safe="").replace(".", "%2E")
 
 
 def _request(calls: _Calls, call: _Call[Any]) -> dict[str, Any]:
     headers = {**calls.headers(call.user_id), **(call.headers or {})}
-    request: dict[str, Any] = {"headers": headers, "params": call.params}
+    # query text is cleaned as the server cleans it (lone surrogates cannot travel in a URL)
+    params = {k: clean_text(v) if isinstance(v, str) else v for k, v in (call.params or {}).items()}
+    request: dict[str, Any] = {"headers": headers, "params": params or None}
     if call.body is not None:
-        request["content"] = json.dumps(call.body, ensure_ascii=False)
+        # ASCII JSON: a lone surrogate travels as \ud800, and the server drops it as Memoro does
+        request["content"] = json.dumps(call.body)
         headers["Content-Type"] = "application/json"
     return request
 

@@ -313,14 +313,20 @@ def _arguments(tool: Tool, arguments: Mapping[str, Any] | str | None) -> dict[st
     return args
 
 
+def tool_named(name: str) -> Tool:
+    """The tool called ``name``, else UnknownTool."""
+    tool = TOOLS.get(name)
+    if tool is None:
+        raise UnknownTool(f"memoro has no tool named {name!r}; its tools are {', '.join(TOOLS)}")
+    return tool
+
+
 def execute(
     memoro: Memoro, user_id: str | None, name: str, arguments: Mapping[str, Any] | str | None
 ) -> ToolResult:
     """Run the tool ``name`` for ``user_id`` (``None``: not confirmed). Bad
     arguments come back as an error result the model can read and correct."""
-    tool = TOOLS.get(name)
-    if tool is None:
-        raise UnknownTool(f"memoro has no tool named {name!r}; its tools are {', '.join(TOOLS)}")
+    tool = tool_named(name)
     if user_id is None:
         if tool.without_user is not None:
             return ToolResult(tool.without_user)

@@ -171,6 +171,16 @@ def test_too_long_and_empty_writes_change_nothing_and_say_why(setup: Setup) -> N
     assert memory.read_block("ann").text == "keep me"
 
 
+def test_text_that_is_not_storable_is_cleaned_the_same_way(setup: Setup) -> None:
+    memory = setup.memory
+    saved = memory.write_block("ann", "Zoë \ud800👩🏽\u200d💻\x00 ok", writer="user")
+    assert saved.block == "Zoë 👩🏽\u200d💻 ok"
+    memory.record_turn("ann", "c", "lone \udfff half", "fine")
+    assert memory.conversation_turns("ann", "c")[0].question == "lone  half"
+    assert memory.search("ann", "lone \ud800half") is not None
+    assert "be brief" in memory.system_prompt("ann", instructions="be \udc00brief").stable
+
+
 def test_a_stale_etag_raises_block_changed_with_the_current_block(setup: Setup) -> None:
     memory = setup.memory
     started = memory.write_block("ann", "one", writer="user").etag
@@ -309,6 +319,9 @@ def test_tool_calls_run_for_the_given_user(setup: Setup) -> None:
         lambda m: m.list_conversations("ann", offset=-1),
         lambda m: m.audit("ann", limit=0),
         lambda m: m.conversation_turns("ann", ".."),
+        lambda m: m.conversation_turns("ann", "half \ud800"),
+        lambda m: m.delete_conversation("ann", "a\x00b"),
+        lambda m: m.execute_tool("ann", "memory_write\ud800", {}),
     ],
     ids=[
         "empty-conversation",
@@ -321,6 +334,9 @@ def test_tool_calls_run_for_the_given_user(setup: Setup) -> None:
         "negative-offset",
         "audit-limit-0",
         "dot-dot-id",
+        "lone-surrogate-id",
+        "control-in-id",
+        "lone-surrogate-tool",
     ],
 )
 def test_bad_input_raises_invalid_input_on_every_path(
