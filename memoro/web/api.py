@@ -323,16 +323,15 @@ def record_turn(body: TurnIn, user: User, memoro: Service) -> TurnOut:
 def list_conversations(
     user: User,
     memoro: Service,
+    response: Response,
     limit: Annotated[
         int | None, Query(ge=1, le=1000, description="How many (default all).")
     ] = None,
     offset: Annotated[int, Query(ge=0, description="How many to skip first.")] = 0,
 ) -> Any:
     everything = memoro.list_conversations(user)
-    page = everything[offset : None if limit is None else offset + limit]
-    return JSONResponse(
-        [c.to_json() for c in page], headers={"X-Total-Count": str(len(everything))}
-    )
+    response.headers["X-Total-Count"] = str(len(everything))
+    return [c.to_json() for c in everything[offset : None if limit is None else offset + limit]]
 
 
 ConversationId = Annotated[str, Path(description=ID_DOC, json_schema_extra=ID_SCHEMA)]
