@@ -85,7 +85,7 @@ def test_the_cli_speaks_to_the_person_not_to_the_model(home: Path) -> None:
     with Memoro.open(home, embedder="keyword", worker=False) as memoro:
         memoro.record_turn("ann", "trip", "q", "a")
     listed = run(home, "conversations", "list", "-u", "ann").stdout
-    assert "\t1 turn\t" in listed
+    assert listed.startswith("trip\t1 turn\tlast ") and listed.endswith("\tq\n")
 
 
 def test_set_refuses_input_that_is_not_utf8(home: Path) -> None:

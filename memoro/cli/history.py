@@ -152,7 +152,8 @@ def conversations_list(ctx: click.Context, user: str, as_json: bool) -> None:
         return
     for c in found:
         last = c.last_at.strftime("%Y-%m-%d %H:%M UTC")
-        click.echo(f"{c.id}\t{plural(c.turns, 'turn')}\tlast {last}")
+        name = without_controls(c.title or c.preview or "")  # one line per conversation
+        click.echo(f"{c.id}\t{plural(c.turns, 'turn')}\tlast {last}\t{name}".rstrip("\t"))
 
 
 @conversations.command("show")
