@@ -7,6 +7,7 @@ imports uploaded over HTTP, which wait in the database for a worker.
 from __future__ import annotations
 
 import io
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
@@ -14,13 +15,14 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from memoro import block, imports
-from memoro.errors import InvalidInput
+from memoro.errors import InvalidInput, StoreError
 from memoro.history.worker import Lease, Worker
 from memoro.imports import memoro_format
-from memoro.imports.model import ImportReport, Tally
+from memoro.imports.model import ImportedConversation, ImportReport, Tally
 from memoro.imports.source import Source
 from memoro.imports.upload import PART, Stored, Upload
-from memoro.models import ImportState, ImportStatus, Job, NewTurn, RecordedTurn
+from memoro.inputs import clean_text
+from memoro.models import AuditEntry, ImportState, ImportStatus, Job, NewTurn, RecordedTurn
 from memoro.settings import Settings
 from memoro.turns import check_conversation, check_user, checked_turn, now
 
@@ -31,6 +33,8 @@ IMPORT_BATCH = 500
 """Imported turns stored per transaction."""
 AUDIT_EXPORT_LIMIT = 1_000_000
 """Every audit entry a user has (the audit is a few entries per write)."""
+log = logging.getLogger("memoro.worker")
+
 PROGRESS_SECONDS = 2.0
 """How often a running import records how far it got (and keeps its job)."""
 
@@ -94,7 +98,7 @@ class Transfers:
                 format = imports.detect(source)
             tally = Tally()
             batch: list[NewTurn] = []
-            for conversation in imports.read(source, format, tally):
+            for conversation in _stopping_with_a_count(imports.read(source, format, tally), tally):
                 # memoro's own export also holds turns recorded live, which
                 # have no key: the same turn already stored is recognised
                 there = (
@@ -117,8 +121,12 @@ class Transfers:
                         batch.append(checked_turn(new, new.at, keyed=True))
                     except InvalidInput as exc:
                         tally.fail(f"{conversation.id}: {turn.key or 'a turn'}", str(exc))
-                if len(batch) >= IMPORT_BATCH:
-                    self._store_imported(user_id, batch, tally)
+                    # a conversation of 100,000 turns is stored (and reported)
+                    # as it goes, not held whole in one transaction
+                    if len(batch) >= IMPORT_BATCH:
+                        self._store_imported(user_id, batch, tally)
+                        if progress is not None:
+                            progress(source.read_bytes, source.size)
                 if progress is not None:
                     progress(source.read_bytes, source.size)
             self._store_imported(user_id, batch, tally)
@@ -138,8 +146,12 @@ class Transfers:
             audit = [memoro_format.audit_of(user_id, entry) for entry in entries]
         except (KeyError, TypeError, ValueError) as exc:
             return f"not restored: the export's block or audit is damaged ({exc})"
-        if stored is not None and block.normalize(stored.text) != stored.text:
+        if stored is not None and (
+            block.normalize(stored.text) != stored.text or len(stored.text) > block.LIMIT
+        ):
             return "not restored: the export's block breaks the block's rules"
+        if not all(_plausible(entry) for entry in audit):
+            return "not restored: the export's audit log is damaged"
         with self.store.block_transaction(user_id) as tx:
             if not tx.restore(stored, audit):
                 return "not restored: this user already has a memory block or its history"
@@ -172,7 +184,17 @@ class Transfers:
     def _store_imported(self, user_id: str, batch: list[NewTurn], tally: Tally) -> None:
         if not batch:
             return
-        recorded = self.store.record_turns(user_id, batch, bulk=True)
+        try:
+            recorded = self.store.record_turns(user_id, batch, bulk=True)
+        except InvalidInput:
+            # one conversation the store refuses (deleted and not yet
+            # purged) must not cost the others in the batch their turns
+            recorded = []
+            for conversation_id, turns in _by_conversation(batch).items():
+                try:
+                    recorded += self.store.record_turns(user_id, turns, bulk=True)
+                except InvalidInput as exc:
+                    tally.fail(conversation_id, str(exc))
         created = sum(r.created for r in recorded)
         tally.imported += created
         tally.already_there += len(recorded) - created
@@ -187,7 +209,8 @@ class Transfers:
         bytes to the returned Upload, then ``finish(format)`` queues the
         import for a worker (its id is ``upload.id``)."""
         user_id = check_user(user_id)
-        name = " ".join(str(file_name or "upload").split())[:255] or "upload"
+        printable = "".join(c if c.isprintable() else " " for c in clean_text(file_name or ""))
+        name = " ".join(printable.split())[:255] or "upload"
         return Upload(self.store, user_id, name, self.settings.import_max_mb * 2**20)
 
     def finish_upload(self, upload: Upload, format: str) -> ImportStatus:
@@ -232,11 +255,66 @@ class Transfers:
         stored = io.BufferedReader(Stored(self.store, user_id, import_id, status.size), PART)
         try:
             report = self.import_file(user_id, stored, format=status.format, progress=progress)
-        except InvalidInput as exc:  # the file will not get better: no retry
-            self.store.finish_import(
-                job, lease.worker, import_id, ImportState.FAILED, None, str(exc)
+        except StoreError:
+            raise  # the database may come back: the job is tried again
+        except Exception as exc:  # the file will not get better: no retry
+            if not isinstance(exc, InvalidInput):
+                log.exception("import %s of %s could not be read", import_id, job.user_id)
+            reason = (
+                str(exc)
+                if isinstance(exc, InvalidInput)
+                else f"the file could not be read ({exc!r})"
             )
+            self.store.finish_import(job, lease.worker, import_id, ImportState.FAILED, None, reason)
             return
         self.store.finish_import(
             job, lease.worker, import_id, ImportState.DONE, report.to_json(), None
         )
+
+
+def _stopping_with_a_count(
+    conversations: Iterator[ImportedConversation], tally: Tally
+) -> Iterator[ImportedConversation]:
+    """The conversations read; when the file turns out damaged part-way
+    (cut short, say), the error says what was stored before it — those
+    turns stay, and importing the whole file later adds only the rest."""
+    try:
+        yield from conversations
+    except InvalidInput as exc:
+        if tally.imported or tally.already_there:
+            raise InvalidInput(
+                f"{exc} (the file stopped making sense part-way: {tally.imported:,}"
+                " turns read before that were stored; importing a complete export"
+                " adds the rest)"
+            ) from None
+        raise
+
+
+def _by_conversation(batch: list[NewTurn]) -> dict[str, list[NewTurn]]:
+    grouped: dict[str, list[NewTurn]] = {}
+    for turn in batch:
+        grouped.setdefault(turn.conversation_id, []).append(turn)
+    return grouped
+
+
+def _plausible(entry: AuditEntry) -> bool:
+    """An audit entry a live write could have made."""
+    lines = (*entry.removed_lines, *entry.added_lines)
+    return (
+        0 <= entry.removed_count <= block.LIMIT
+        and 0 <= entry.added_count <= block.LIMIT
+        and len(lines) <= 2 * block.LIMIT
+        and all(_block_line(line) for line in lines)
+    )
+
+
+def _block_line(line: str) -> bool:
+    """A line a block could hold, as the audit keeps it: no line breaks, no
+    control characters but tabs, no lone surrogates, not over-long."""
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return (
+        "\n" not in line and block.without_controls(line) == line and block.audit_line(line) == line
+    )

@@ -59,3 +59,25 @@ def test_export_then_import_into_another_memoro(tmp_path: Path) -> None:
     assert run(second, "memory", "show", "-u", "ann").stdout.strip() == "Preferred name: Al"
     shown = run(second, "conversations", "show", "-u", "ann", "trip").stdout
     assert "Q: Flights?" in shown
+
+
+def test_a_missing_file_a_pipe_and_an_unreadable_file(tmp_path: Path) -> None:
+    import os
+    import threading
+
+    missing = run(tmp_path, "import", str(tmp_path / "nowhere.json"), "-u", "ann")
+    assert missing.exit_code == 2 and "does not exist" in missing.stderr
+    assert "Traceback" not in missing.output
+
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    data = (FIXTURES / "sillytavern-chat.jsonl").read_bytes()
+    writer = threading.Thread(target=pipe.write_bytes, args=(data,))
+    writer.start()
+    piped = run(tmp_path, "import", str(pipe), "-u", "ann", "--format", "sillytavern")
+    writer.join()
+    assert piped.exit_code == 0 and "Imported 2 new turns" in piped.stdout, piped.output
+
+    proc = run(tmp_path, "import", "/proc/self/status", "-u", "ann")
+    assert proc.exit_code == 1 and "cannot read /proc/self/status" in proc.stderr
+    assert "Traceback" not in proc.output

@@ -134,3 +134,15 @@ def test_the_export_downloads_and_imports_back_elsewhere(server: str, web_servic
         web_service.index_pending()
         assert copy.get(f"/v1/imports/{body['id']}").json()["report"]["block"] == "restored"
         assert copy.get("/v1/memory").json()["block"] == "Preferred name: Al"
+
+
+def test_an_upload_cut_off_by_a_crash_is_reported_as_still_uploading(
+    server: str, web_service: Memoro
+) -> None:
+    unfinished = web_service.start_upload("ann", "export.zip")  # the server died mid-upload
+    unfinished.write(b"PK" + b"\0" * 2**20)
+    with client(server, "ann") as ann, client(server, "bob") as bob:
+        shown = ann.get(f"/v1/imports/{unfinished.id}")
+        assert shown.status_code == 200, shown.text
+        assert shown.json()["status"] == "uploading"
+        assert bob.get(f"/v1/imports/{unfinished.id}").status_code == 404

@@ -182,3 +182,87 @@ def test_an_import_interrupted_by_a_dead_worker_runs_again_and_stores_each_turn_
     report = history.import_status("ann", import_id).report  # type: ignore[union-attr]
     assert report is not None and (report["imported"], report["already_there"]) == (0, 3)
     assert sum(c.turns for c in history.list_conversations("ann")) == 3
+
+
+def _jsonl(*turns: tuple[str, str, str]) -> io.BytesIO:
+    lines = [
+        json.dumps({"conversation": c, "question": q, "answer": a, "at": "2024-05-01T10:00:00Z"})
+        for c, q, a in turns
+    ]
+    return io.BytesIO("\n".join(lines).encode())
+
+
+def test_a_conversation_deleted_a_moment_ago_fails_alone_and_the_rest_are_imported(
+    history: Memoro,
+) -> None:
+    history.import_file("ann", _jsonl(("trip", "Flights?", "TAP"), ("garden", "Basil?", "Sun")))
+    history.delete_conversation("ann", "trip")  # not yet purged: its id takes no turns
+    report = history.import_file(
+        "ann", _jsonl(("trip", "Hotel?", "Alfama"), ("garden", "Mint?", "Shade"))
+    )
+    assert (report.tally.imported, report.tally.already_there, report.tally.failed) == (1, 0, 1)
+    assert "trip" in report.tally.problems[0] and "deleted" in report.tally.problems[0]
+    assert [t.question for t in history.conversation_turns("ann", "garden")] == ["Basil?", "Mint?"]
+
+
+def test_a_file_cut_short_keeps_what_was_stored_and_says_how_much(history: Memoro) -> None:
+    import pytest
+
+    from memoro.errors import InvalidInput
+    from memoro.transfer import IMPORT_BATCH
+
+    two_turns = json.loads((FIXTURES / "chatgpt-conversations.json").read_text())[2]
+    many = [{**two_turns, "id": f"c{i}", "conversation_id": f"c{i}"} for i in range(400)]
+    data = json.dumps(many).encode()
+    with pytest.raises(InvalidInput, match=f"{IMPORT_BATCH} turns read before that were stored"):
+        history.import_file("ann", io.BytesIO(data[: len(data) - 500]), format="chatgpt")
+    stored = sum(c.turns for c in history.list_conversations("ann"))
+    assert stored == IMPORT_BATCH
+    whole = history.import_file("ann", io.BytesIO(data))
+    assert (whole.tally.imported, whole.tally.already_there) == (800 - IMPORT_BATCH, IMPORT_BATCH)
+
+
+def test_a_restored_block_and_audit_must_be_what_memoro_could_have_written(
+    history: Memoro,
+) -> None:
+    history.write_block("ann", "Preferred name: Al", writer=Writer.MODEL)
+    export = export_of(history, "ann")
+    damaged = [
+        {"block": {**export["block"], "text": "x" * 5000}},
+        {"audit": [{**export["audit"][0], "removed_count": -5}]},
+        {"audit": [{**export["audit"][0], "added_lines": ["a\x00b"]}]},
+        {"audit": [{**export["audit"][0], "added_lines": ["y" * 100_000]}]},
+    ]
+    for n, change in enumerate(damaged):
+        user = f"copy{n}"
+        report = history.import_file(user, io.BytesIO(json.dumps({**export, **change}).encode()))
+        assert report.block.startswith("not restored"), change
+        assert history.read_block(user) is None and history.audit(user) == []
+    assert history.import_file("copy", io.BytesIO(json.dumps(export).encode())).block == "restored"
+
+
+def test_a_finished_import_is_never_reopened_and_an_unreadable_file_fails_with_a_reason(
+    history: Memoro, monkeypatch: Any
+) -> None:
+    from memoro import imports
+    from memoro.models import ImportState
+
+    data = (FIXTURES / "claude-conversations.json").read_bytes()
+    done_id = _upload(history, "ann", data, "a\x00b\x1b[31m.json")
+    history.index_pending()
+    # a second run that lost its lease reports progress after the first finished
+    history.store.update_import("ann", done_id, ImportState.RUNNING, 0)
+    done = history.import_status("ann", done_id)
+    assert done is not None and done.status.value == "done" and done.read_bytes == done.size
+    assert done.file_name == "ab[31m.json"  # control characters never stored
+
+    def broken_reader(*args: object) -> Any:
+        raise KeyError("question")
+
+    monkeypatch.setattr(imports, "read", broken_reader)
+    failed_id = _upload(history, "ann", data, "conversations.json")
+    history.index_pending()
+    failed = history.import_status("ann", failed_id)
+    assert failed is not None and failed.status.value == "failed"
+    assert failed.error is not None and "could not be read" in failed.error
+    assert history.pending_jobs() == 0 and history.store.upload_part("ann", failed_id, 0) is None

@@ -19,7 +19,9 @@ from memoro.imports.model import ImportReport
 
 
 @cli.command("import")
-@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
+@click.argument(
+    "file", type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path)
+)
 @user_option
 @click.option(
     "--format",
@@ -50,16 +52,21 @@ def import_file(
     bar; Ctrl-C leaves the rest to a running worker or server.
     """
     memoro = open_memoro(ctx)
-    stream = sys.stdin.buffer if str(file) == "-" else None
-    size_mb = max(file.stat().st_size // 2**20, 1) if stream is None else 0
     try:
+        if str(file) == "-":
+            source: Path | BinaryIO = _seekable(sys.stdin.buffer)
+        elif not file.is_file():  # a pipe, as in <(unzip -p export.zip)
+            with file.open("rb") as pipe:
+                source = _seekable(pipe)
+        else:
+            source = file
+        size_mb = max(file.stat().st_size // 2**20, 1) if isinstance(source, Path) else 0
         with Progress(size_mb, "Reading", "MB", quiet=quiet or not size_mb) as bar:
             report = memoro.import_file(
-                user,
-                _seekable(stream) if stream is not None else file,
-                format=fmt,
-                progress=lambda done, size: bar.update(done // 2**20),
+                user, source, format=fmt, progress=lambda done, size: bar.update(done // 2**20)
             )
+    except OSError as exc:
+        raise click.ClickException(f"cannot read {file}: {exc.strerror or exc}") from None
     except KeyboardInterrupt:
         click.echo(
             "\nInterrupted: what was read so far is stored; run the same import again"

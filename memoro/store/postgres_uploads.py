@@ -103,7 +103,9 @@ class PgUploads:
     ) -> None:
         with self.transaction(user_id) as conn:
             conn.execute(
-                "UPDATE imports SET status = %s, read_bytes = %s WHERE id = %s AND user_id = %s",
+                "UPDATE imports SET status = %s, read_bytes = %s WHERE id = %s AND user_id = %s"
+                # a second run after a lost lease must not reopen a finished import
+                " AND status NOT IN ('done', 'failed')",
                 (status.value, read_bytes, import_id, user_id),
             )
 

@@ -33,7 +33,7 @@ class ImportOut(BaseModel):
     file_name: str
     format: str = Field(description="As asked; the report says which format was read.")
     size: int = Field(description="Bytes of the uploaded file.")
-    status: Literal["queued", "running", "done", "failed"]
+    status: Literal["uploading", "queued", "running", "done", "failed"]
     read_bytes: int = Field(description="How far the import has read the file.")
     report: dict[str, Any] | None = Field(
         description="When done: format, conversations, turns, imported, already_there,"

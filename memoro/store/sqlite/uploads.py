@@ -98,7 +98,9 @@ class Uploads:
     ) -> None:
         with self.db.write() as conn:
             conn.execute(
-                "UPDATE imports SET status = ?, read_bytes = ? WHERE id = ? AND user_id = ?",
+                "UPDATE imports SET status = ?, read_bytes = ? WHERE id = ? AND user_id = ?"
+                # a second run after a lost lease must not reopen a finished import
+                " AND status NOT IN ('done', 'failed')",
                 (status.value, read_bytes, import_id, user_id),
             )
 
