@@ -150,8 +150,8 @@ def _first_line(source: Source, member: str) -> dict[str, object] | None:
         raw = stream.readline(1 << 20)
     try:
         value = json.loads(raw.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return None  # e.g. "{" alone: pretty-printed JSON
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        return None  # e.g. "{" alone: pretty-printed JSON; or JSON on one line, nested deep
     if not isinstance(value, dict) or not any(
         _TELLING.get(k) in ("jsonl", "sillytavern") for k in value
     ):

@@ -116,10 +116,13 @@ class _Bounded:
 
     def __init__(self, stream: IO[bytes], where: str) -> None:
         self.stream, self.where, self.run = stream, where, 0
+        self.escaping = False  # the last chunk ended in a backslash
 
     def read(self, size: int = -1) -> bytes:
         data = self.stream.read(size)
-        if data.count(b'"') > data.count(b'\\"'):
+        escaped = data.count(b'\\"') + (self.escaping and data.startswith(b'"'))
+        self.escaping = data.endswith(b"\\") if data else self.escaping
+        if data.count(b'"') > escaped:
             self.run = 0
         else:
             self.run += len(data)

@@ -158,6 +158,8 @@ class Source:
                     yield number, json.loads(raw.decode("utf-8-sig" if number == 1 else "utf-8"))
                 except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                     raise InvalidInput(f"{member}:{number}: not a JSON line ({exc})") from None
+                except RecursionError:
+                    raise InvalidInput(f"{member}:{number}: nested too deep") from None
 
     def close(self) -> None:
         if self._zip is not None:
