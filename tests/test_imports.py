@@ -540,3 +540,34 @@ def test_a_json_line_nested_too_deep_is_a_clear_error(
     path.write_text(json.dumps(first) + "\n" + "[" * 100_000 + "]" * 100_000 + "\n")
     with pytest.raises(InvalidInput, match=r"chat\.jsonl:2: nested too deep"):
         read_file(path, format)
+
+
+def test_a_sillytavern_chat_without_date_or_messages_is_a_failure(tmp_path: Path) -> None:
+    path = tmp_path / "chat.jsonl"
+    path.write_text(json.dumps({"user_name": "You", "character_name": "Bot"}) + "\n")
+    found, tally = read_file(path, "sillytavern")
+    assert found == [] and tally.failed == 1 and "neither an id nor a message" in tally.problems[0]
+
+
+def test_a_zip_unpacking_to_more_than_any_export_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoro.imports import source
+
+    monkeypatch.setattr(source, "MAX_UNPACKED", 1_500_000)
+    path = tmp_path / "huge.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("conversations.json", json.dumps([chatgpt_conversation("a", "one")]))
+        for i in range(2):
+            archive.writestr(f"photo{i}.jpg", random.Random(i).randbytes(1_000_000))
+    with pytest.raises(InvalidInput, match=r"huge\.zip would unpack to 2,000,\d+ bytes"):
+        Source.open(path)
+
+
+def test_messages_without_ids_never_share_a_turn_key(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.json"
+    said = [("human", "same"), ("assistant", "a"), ("human", "same"), ("assistant", "b")]
+    messages = [{"sender": who, "text": text} for who, text in said]
+    path.write_text(json.dumps([{"uuid": "c", "chat_messages": messages}]))
+    (chat,), _ = read_file(path, "claude")
+    assert [t.key for t in chat.turns] == ["claude:c:None", "claude:c:None#2"]

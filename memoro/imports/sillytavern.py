@@ -22,7 +22,7 @@ def read(source: Source, tally: Tally) -> Iterator[ImportedConversation]:
         tally.conversations += 1
         header: dict[str, Any] = {}
         messages: list[Message] = []
-        speakers: list[str] = []
+        speaker = ""
         for number, raw in source.lines(member):
             if not isinstance(raw, dict):
                 tally.fail(f"{member}:{number}", "not a JSON object")
@@ -30,14 +30,18 @@ def read(source: Source, tally: Tally) -> Iterator[ImportedConversation]:
                 header = raw
             elif (found := _message(number, raw, tally)) is not None:
                 messages.append(found)
-                if found.role == "assistant" and raw.get("name"):
-                    speakers.append(str(raw["name"]))
+                if found.role == "assistant" and not speaker:
+                    speaker = str(raw.get("name") or "")
         # the id never comes from the file's name, which differs by how it
         # was uploaded: the character and the chat's creation date name it
-        character = str(header.get("character_name") or next(iter(speakers), ""))
+        character = str(header.get("character_name") or speaker)
         created = header.get("create_date")
         native = f"{character}:{created}" if created else None
-        id = conversation_id(PROVIDER, native, messages, character)
+        try:
+            id = conversation_id(PROVIDER, native, messages, character)
+        except ValueError as exc:
+            tally.fail(member, str(exc))
+            continue
         turns = pair(messages, id, time_or_none(created), tally)
         yield ImportedConversation(id, character or None, turns)
 
