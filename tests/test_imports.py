@@ -571,3 +571,13 @@ def test_messages_without_ids_never_share_a_turn_key(tmp_path: Path) -> None:
     path.write_text(json.dumps([{"uuid": "c", "chat_messages": messages}]))
     (chat,), _ = read_file(path, "claude")
     assert [t.key for t in chat.turns] == ["claude:c:None", "claude:c:None#2"]
+
+
+def test_many_messages_without_ids_pair_in_linear_time(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.json"
+    messages = [{"sender": ("human", "assistant")[i % 2], "text": f"m{i}"} for i in range(100_000)]
+    path.write_text(json.dumps([{"uuid": "c", "chat_messages": messages}]))
+    started = time.monotonic()
+    (chat,), _ = read_file(path, "claude")
+    assert len({t.key for t in chat.turns}) == 50_000
+    assert time.monotonic() - started < 30  # a key search per copy: minutes

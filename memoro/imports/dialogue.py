@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -65,18 +66,16 @@ def pair(
     turns: list[ImportedTurn] = []
     opened: Message | None = None
     answers: list[Message] = []
-    keys: set[str] = set()
+    keys: Counter[str] = Counter()
 
     def close() -> None:
         if opened is None and not answers:
             return
         first = opened or answers[0]
         key = f"{key_prefix}:{first.id}"
-        copy = 1
-        while key in keys:  # messages without ids of their own: no turn may take another's key
-            copy += 1
-            key = f"{key_prefix}:{first.id}#{copy}"
-        keys.add(key)
+        keys[key] += 1  # messages without ids of their own: no turn may take another's key
+        if keys[key] > 1:
+            key = f"{key}#{keys[key]}"
         together = [*([opened] if opened else []), *answers]
         bad = next((m.bad_time for m in together if m.bad_time), None)
         if bad is not None:
