@@ -8,6 +8,7 @@ and every error is one line."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import IO, Any
 
 import ijson
@@ -33,9 +34,12 @@ _ENDS = ("end_map", "end_array")
 
 def items(stream: IO[bytes], prefix: str, where: str) -> Iterator[Any]:
     """Each value at ``prefix`` ("" is the top-level value itself)."""
-    target = prefix.split(".") if prefix else []
+    with _one_line_errors(where):
+        yield from _values(_tokens(stream, where), prefix.split(".") if prefix else [], where)
+
+
+def _values(events: Iterator[tuple[str, Any]], target: list[str], where: str) -> Iterator[Any]:
     path: list[str] = []  # where the next value sits: a key, or "item" in an array
-    events = _tokens(stream, where)
     for event, value in events:
         if event == "map_key":
             path[-1] = value
@@ -53,9 +57,14 @@ def top_keys(stream: IO[bytes], where: str) -> Iterator[tuple[str, str, Any]]:
     """The top-level object's keys in order, each with its value's first
     event and, when that is not a container, the value; nested values are
     skipped."""
+    with _one_line_errors(where):
+        yield from _top_keys(_tokens(stream, where), where)
+
+
+def _top_keys(events: Iterator[tuple[str, Any]], where: str) -> Iterator[tuple[str, str, Any]]:
     depth = 0
     key: str | None = None
-    for event, value in _tokens(stream, where):
+    for event, value in events:
         if event in _STARTS:
             if depth == 1 and key is not None:
                 yield key, event, None
@@ -76,36 +85,35 @@ def _build(
     event: str, value: Any, events: Iterator[tuple[str, Any]], depth: int, where: str
 ) -> Any:
     """The value that starts with ``event``, its containers filled from
-    ``events`` without recursion."""
-    if event not in _STARTS:
+    ``events`` without recursion (the hot loop of every import: plain
+    comparisons, no lookups)."""
+    if event != "start_map" and event != "start_array":
         return value
-    root: dict[str, Any] | list[Any] = {} if event == "start_map" else []
-    stack: list[Any] = [root]
-    keys: list[str] = [""]
+    root: Any = {} if event == "start_map" else []
+    top = root
+    key = ""
+    parents: list[tuple[Any, str]] = []
     for event, value in events:
         if event == "map_key":
-            keys[-1] = value
-            continue
-        if event in _ENDS:
-            stack.pop()
-            keys.pop()
-            if not stack:
+            key = value
+        elif event == "end_map" or event == "end_array":
+            if not parents:
                 return root
-            continue
-        if event == "start_map":
-            value = {}
-        elif event == "start_array":
-            value = []
-        top = stack[-1]
-        if type(top) is dict:
-            top[keys[-1]] = value
+            top, key = parents.pop()
+        elif event == "start_map" or event == "start_array":
+            child: Any = {} if event == "start_map" else []
+            if top.__class__ is dict:
+                top[key] = child
+            else:
+                top.append(child)
+            if depth + len(parents) + 1 >= MAX_DEPTH:
+                raise _too_deep(where)
+            parents.append((top, key))
+            top = child
+        elif top.__class__ is dict:
+            top[key] = value
         else:
             top.append(value)
-        if event in _STARTS:
-            if depth + len(stack) >= MAX_DEPTH:
-                raise _too_deep(where)
-            stack.append(value)
-            keys.append("")
     raise InvalidInput(f"{where} is not valid JSON: it ends too soon")
 
 
@@ -135,8 +143,18 @@ class _Bounded:
 
 
 def _tokens(stream: IO[bytes], where: str) -> Iterator[tuple[str, Any]]:
+    # ijson's own iterator, not a generator around it: a Python frame per
+    # token would cost a third more time
+    events: Iterator[tuple[str, Any]] = ijson.basic_parse(
+        _Bounded(stream, where), use_float=True, buf_size=CHUNK
+    )
+    return events
+
+
+@contextmanager
+def _one_line_errors(where: str) -> Iterator[None]:
     try:
-        yield from ijson.basic_parse(_Bounded(stream, where), use_float=True, buf_size=CHUNK)
+        yield
     except (ijson.JSONError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"{where} is not valid JSON: {one_line(exc)}") from None
 
