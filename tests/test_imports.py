@@ -581,3 +581,15 @@ def test_many_messages_without_ids_pair_in_linear_time(tmp_path: Path) -> None:
     (chat,), _ = read_file(path, "claude")
     assert len({t.key for t in chat.turns}) == 50_000
     assert time.monotonic() - started < 30  # a key search per copy: minutes
+
+
+def test_a_title_that_is_not_text_is_left_out_and_its_turns_imported(
+    history: Memoro, tmp_path: Path
+) -> None:
+    path = tmp_path / "conversations.json"
+    chats = [chatgpt_conversation("a", "one"), chatgpt_conversation("b", "two")]
+    chats[0]["title"], chats[1]["title"] = 123, {"a": [1]}
+    path.write_text(json.dumps(chats))
+    report = history.import_file("ann", path)
+    assert (report.tally.imported, report.tally.failed) == (2, 0)
+    assert {c.title for c in history.list_conversations("ann")} == {None}

@@ -12,7 +12,15 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from memoro.imports.dialogue import branch, conversation_id, each, message, pair, time_or_none
+from memoro.imports.dialogue import (
+    branch,
+    conversation_id,
+    each,
+    message,
+    pair,
+    time_or_none,
+    title,
+)
 from memoro.imports.model import ImportedConversation, Message, Tally
 from memoro.imports.source import Source, json_members
 
@@ -60,7 +68,7 @@ def _conversation(raw: dict[str, Any], tally: Tally) -> ImportedConversation:
     id = conversation_id(PROVIDER, native, messages, raw.get("create_time"))
     fallback = time_or_none(raw.get("update_time")) or time_or_none(raw.get("create_time"))
     turns = pair(messages, id, fallback, tally)
-    return ImportedConversation(id, raw.get("title") or None, turns)
+    return ImportedConversation(id, title(raw.get("title")), turns)
 
 
 def _message(key: str, node: dict[str, Any], tally: Tally) -> Message | None:

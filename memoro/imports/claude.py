@@ -20,6 +20,7 @@ from memoro.imports.dialogue import (
     message,
     pair,
     time_or_none,
+    title,
 )
 from memoro.imports.model import ImportedConversation, Message, Tally
 from memoro.imports.source import Source, json_members
@@ -61,7 +62,7 @@ def _conversation(raw: dict[str, Any], tally: Tally) -> ImportedConversation:
     id = conversation_id(PROVIDER, raw.get("uuid"), messages, raw.get("created_at"))
     fallback = time_or_none(raw.get("updated_at")) or time_or_none(raw.get("created_at"))
     turns = pair(messages, id, fallback, tally)
-    return ImportedConversation(id, raw.get("name") or None, turns)
+    return ImportedConversation(id, title(raw.get("name")), turns)
 
 
 def _message(raw: dict[str, Any], tally: Tally) -> Message | None:

@@ -114,6 +114,11 @@ def conversation_id(
     return f"{provider}:unnamed-{digest[:32]}"
 
 
+def title(value: object) -> str | None:
+    """A conversation's title, when the export gives one as text."""
+    return value if isinstance(value, str) and value else None
+
+
 def each(
     source: Source,
     members: Iterable[str],

@@ -17,6 +17,7 @@ from memoro.imports.dialogue import (
     message,
     pair,
     time_or_none,
+    title,
 )
 from memoro.imports.model import ImportedConversation, Message, Tally
 from memoro.imports.source import Source, json_members
@@ -58,7 +59,7 @@ def _conversation(raw: dict[str, Any], tally: Tally) -> ImportedConversation:
     id = conversation_id(PROVIDER, native, messages, raw.get("createdAt"))
     fallback = time_or_none(raw.get("updatedAt")) or time_or_none(raw.get("createdAt"))
     turns = pair(messages, id, fallback, tally)
-    return ImportedConversation(id, raw.get("title") or None, turns)
+    return ImportedConversation(id, title(raw.get("title")), turns)
 
 
 def _message(raw: dict[str, Any], tally: Tally) -> Message | None:

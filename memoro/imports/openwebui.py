@@ -11,7 +11,15 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from memoro.imports.dialogue import branch, conversation_id, each, message, pair, time_or_none
+from memoro.imports.dialogue import (
+    branch,
+    conversation_id,
+    each,
+    message,
+    pair,
+    time_or_none,
+    title,
+)
 from memoro.imports.model import ImportedConversation, Message, Tally
 from memoro.imports.source import Source, json_members
 
@@ -45,9 +53,8 @@ def _conversation(raw: dict[str, Any], tally: Tally) -> ImportedConversation:
     native = raw.get("id") or chat.get("id")
     id = conversation_id(PROVIDER, native, messages, raw.get("created_at"))
     fallback = time_or_none(raw.get("updated_at")) or time_or_none(raw.get("created_at"))
-    title = raw.get("title") or chat.get("title") or None
     turns = pair(messages, id, fallback, tally)
-    return ImportedConversation(id, title, turns)
+    return ImportedConversation(id, title(raw.get("title")) or title(chat.get("title")), turns)
 
 
 def _message(raw: dict[str, Any], tally: Tally) -> Message | None:
