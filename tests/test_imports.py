@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import io
 import json
+import random
+import time
 import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +21,7 @@ from hypothesis import strategies as st
 from memoro.errors import InvalidInput
 from memoro.imports import ImportedConversation, Source, Tally, detect, read
 from memoro.imports.times import BadTime, parse
+from memoro.service import Memoro
 
 FIXTURES = Path(__file__).parent / "fixtures" / "imports"
 
@@ -265,3 +268,328 @@ def test_a_zip_bomb_is_refused_before_it_is_unpacked(
         archive.writestr("conversations.json", "[" + " " * 5_000_000 + "]")
     with pytest.raises(InvalidInput, match="would unpack to 5,000,002 bytes"):
         Source.open(path)
+
+
+# -- hostile files (issue 13) ---------------------------------------------------
+
+
+def chatgpt_conversation(id: str | None, question: str, **extra: Any) -> dict[str, Any]:
+    node = {
+        "id": "a",
+        "parent": None,
+        "children": [],
+        "message": {
+            "id": "a",
+            "author": {"role": "user"},
+            "content": {"content_type": "text", "parts": [question]},
+            "create_time": 1700000000,
+        },
+    }
+    found: dict[str, Any] = {"title": question, "mapping": {"a": node}, "current_node": "a"}
+    return ({"id": id} if id is not None else {}) | found | extra
+
+
+def read_file(path: Path, format: str = "auto") -> tuple[list[ImportedConversation], Tally]:
+    tally = Tally()
+    with Source.open(path) as source:
+        return list(read(source, format, tally)), tally
+
+
+@pytest.mark.parametrize("format", ["auto", "chatgpt", "librechat"])
+def test_deep_nesting_is_refused_before_it_costs_memory(tmp_path: Path, format: str) -> None:
+    import tracemalloc
+
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)  # ijson's prefixes: gigabytes
+    tracemalloc.start()
+    try:
+        with pytest.raises(InvalidInput, match=r"^deep\.json is nested deeper than 10,000 levels"):
+            read_file(path, format)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50 * 2**20
+
+
+def test_a_long_librechat_conversation_nests_deep_and_still_reads(tmp_path: Path) -> None:
+    # LibreChat nests each reply inside the message it answers
+    opened = "".join(
+        f'{{"messageId": "m{i}", "parentMessageId": {parent}, "text": "t{i}",'
+        f' "isCreatedByUser": {"false" if i % 2 else "true"}, "children": ['
+        for i, parent in enumerate(["null", *(f'"m{i}"' for i in range(2999))])
+    )
+    path = tmp_path / "long.json"
+    path.write_text('{"conversationId": "lc", "messagesTree": [' + opened + "]}" * 3000 + "]}")
+    (chat,), tally = read_file(path)
+    assert len(chat.turns) == 1500 and tally.failed == 0
+
+
+def test_open_webui_hidden_blocks_are_cut_in_linear_time() -> None:
+    from memoro.imports.openwebui import cut_hidden
+
+    closed = '<details type="reasoning">r</details>  '
+    assert cut_hidden(f"a{closed}b<details><details type=x>c") == (
+        "ab<details><details type=x>c",
+        1,
+    )
+    assert cut_hidden('<details type="tool_calls" done="true">x</details>\n y') == ("y", 1)
+    # every opening unclosed, or one tag of endless openings: the regex rescanned
+    # the rest for each (37 s for 16,000); here each search's result is reused
+    for text in [
+        '<details type="reasoning">' * 200_000,
+        "<details " * 500_000 + ">",
+        closed * 50_000,
+    ]:
+        started = time.monotonic()
+        cut_hidden(text)
+        assert time.monotonic() - started < 5  # quadratic: hours
+
+
+def test_one_huge_string_is_refused_not_parsed_for_minutes(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.json"
+    with path.open("w") as file:  # escaped quotes do not end a string
+        file.write('[{"id": "x", "title": "' + 'ab\\"cd' * 12_000_000 + '"}]')
+    started = time.monotonic()
+    with pytest.raises(InvalidInput, match="holds a single value of more than 64 MB"):
+        read_file(path, "chatgpt")
+    assert time.monotonic() - started < 30
+
+
+def test_a_zip_bomb_of_many_members_is_refused_before_any_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoro.imports import source
+
+    monkeypatch.setattr(source, "BOMB_SIZE", 1_000_000)
+    path = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for i in range(4):  # each under the limit, together over it
+            archive.writestr(f"conversations-00{i}.json", "[" + " " * 400_000 + "]")
+        archive.writestr("photo.jpg", random.Random(0).randbytes(1_000_000))  # no bomb
+    with pytest.raises(InvalidInput, match=r"4 files in bomb\.zip would unpack to 1,600,008 bytes"):
+        Source.open(path)
+
+
+def test_a_zip_naming_two_members_alike_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "dup.zip"
+    with pytest.warns(UserWarning), zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("conversations.json", json.dumps([chatgpt_conversation("a", "one")]))
+        archive.writestr("conversations.json", json.dumps([chatgpt_conversation("b", "two")]))
+    with pytest.raises(InvalidInput, match=r"two files named conversations\.json"):
+        Source.open(path)
+
+
+EXPORT_HEAD = '{"format": "memoro-export", "version": 1, "block": null, "audit": [], '
+
+
+@pytest.mark.parametrize(
+    ("conversations", "why"),
+    [
+        ('[{"id": "c", "turns": [{"answer": "a"}]}]', "c: turn 1: a turn needs its question"),
+        ('[{"id": "c", "turns": [{"key": 5, "question": "q", "answer": "a"}]}]', "key is not"),
+        ('[{"turns": []}]', "conversation 1: it has no id"),
+        ('[{"id": null, "turns": []}]', "conversation 1: it has no id"),
+        ('["abc"]', "conversation 1: not a JSON object"),
+        ('[{"id": "c", "turns": "abc"}]', "conversation 1: its turns are not a list"),
+    ],
+)
+def test_a_damaged_memoro_export_fails_its_conversation_or_turn(
+    tmp_path: Path, conversations: str, why: str
+) -> None:
+    path = tmp_path / "export.json"
+    good = '{"id": "ok", "turns": [{"key": null, "question": "q", "answer": "a", "at": null}]}'
+    path.write_text(EXPORT_HEAD + f'"conversations": {conversations[:-1]}, {good}]}}')
+    found, tally = read_file(path)
+    assert [c.id for c in found if c.turns] == ["ok"]
+    assert tally.failed == 1 and why in tally.problems[0]
+
+
+@pytest.mark.parametrize("conversations", ['{"a": 1}', '"abc"'])
+def test_a_memoro_export_whose_conversations_are_no_list_is_refused(
+    tmp_path: Path, conversations: str
+) -> None:
+    path = tmp_path / "export.json"
+    path.write_text(EXPORT_HEAD + f'"conversations": {conversations}}}')
+    with pytest.raises(InvalidInput, match="its conversations are not a list"):
+        read_file(path)
+
+
+def test_an_empty_zip_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "empty.zip"
+    zipfile.ZipFile(path, "w").close()
+    with Source.open(path) as source, pytest.raises(InvalidInput, match="holds no JSON"):
+        detect(source)
+
+
+@pytest.mark.parametrize("id", [None, "", "   "])
+def test_conversations_without_ids_stay_apart_with_ids_stable_across_exports(
+    tmp_path: Path, id: str | None
+) -> None:
+    path = tmp_path / "conversations.json"
+    chats = [chatgpt_conversation(id, "first"), chatgpt_conversation(id, "second")]
+    path.write_text(json.dumps(chats))
+    (one, two), tally = read_file(path)
+    assert one.id != two.id and tally.failed == 0
+    assert one.id.startswith("chatgpt:unnamed-") and one.turns[0].key.startswith(one.id)
+    path.write_text(json.dumps(chats[::-1]))  # another export of them: the same ids
+    assert {c.id for c in read_file(path)[0]} == {one.id, two.id}
+
+
+@pytest.mark.parametrize(
+    "chats",
+    [
+        [chatgpt_conversation("same", "first"), chatgpt_conversation("same", "second")],
+        [chatgpt_conversation(None, "alike"), chatgpt_conversation(None, "alike")],
+    ],
+)
+def test_a_second_conversation_with_the_same_id_is_a_failure_not_a_merge(
+    tmp_path: Path, chats: list[dict[str, Any]]
+) -> None:
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(chats))
+    (chat,), tally = read_file(path)
+    assert chat.title == chats[0]["title"]
+    assert tally.failed == 1 and "a second conversation with this id" in tally.problems[0]
+
+
+def test_a_sillytavern_chat_has_the_same_id_whatever_the_file_is_called(tmp_path: Path) -> None:
+    lines = (FIXTURES / "sillytavern-chat.jsonl").read_text()
+    undated = [json.dumps({"user_name": "You", "character_name": "Bot"})]
+    ids = []
+    for name, text in [
+        ("a.jsonl", lines),
+        ("b.jsonl", lines),
+        ("c.jsonl", "\n".join([*undated, json.dumps({"is_user": True, "mes": "hello"})])),
+        ("d.jsonl", "\n".join([*undated, json.dumps({"is_user": True, "mes": "other"})])),
+        ("e.jsonl", "\n".join([*undated, json.dumps({"is_user": True, "mes": "other"})])),
+    ]:
+        (tmp_path / name).write_text(text)
+        with (tmp_path / name).open("rb") as file, Source(file) as source:  # as uploaded
+            (chat,) = list(read(source, "sillytavern", Tally()))
+        ids.append(chat.id)
+    assert ids[0] == ids[1] == "sillytavern:Seraphina:2023-6-4 @19h 35m 12s 123ms"
+    # two undated chats of one character: apart; the same chat: the same id
+    assert ids[2] != ids[3] == ids[4] and ids[2].startswith("sillytavern:unnamed-")
+
+
+def test_detection_looks_past_a_first_conversation_without_mapping(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.json"
+    first = {"title": "empty", "create_time": 1700000000, "update_time": 1700000000}
+    path.write_text(json.dumps([first, chatgpt_conversation("b", "second")]))
+    with Source.open(path) as source:
+        assert detect(source) == "chatgpt"
+    path.write_text(json.dumps([first, first, chatgpt_conversation("b", "second")]))
+    with Source.open(path) as source:
+        assert detect(source) == "chatgpt"
+
+
+@pytest.mark.parametrize(
+    ("content", "why"), [("null", "not a JSON array"), ("42", "not"), ("", "empty")]
+)
+def test_a_scalar_with_a_chosen_format_is_refused_as_with_auto(
+    tmp_path: Path, content: str, why: str
+) -> None:
+    path = tmp_path / "conversations.json"
+    path.write_text(content)
+    with pytest.raises(InvalidInput, match=f"holds no conversations: it is {why}"):
+        read_file(path, "chatgpt")
+
+
+@pytest.mark.parametrize("format", ["openwebui", "librechat", "claude"])
+def test_an_export_read_as_another_format_is_refused_naming_its_own(
+    format: str,
+) -> None:
+    with pytest.raises(InvalidInput, match="looks like a chatgpt export, not " + format):
+        read_file(FIXTURES / "chatgpt-conversations.json", format)
+
+
+def test_invalid_json_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.json"
+    path.write_text('[{"mapping": {}, "id": "x"}, {"mapping": ')
+    with pytest.raises(InvalidInput) as raised:
+        read_file(path, "chatgpt")
+    assert "\n" not in str(raised.value) and "not valid JSON: parse error" in str(raised.value)
+
+
+def test_identical_live_turns_survive_export_and_import(history: Memoro) -> None:
+    for _ in range(2):
+        history.record_turn("ann", "c", "Same?", "Same.", at="2024-01-01T00:00:00+00:00")
+    history.record_turn("ann", "c", "Other?", "Other.", at="2024-01-01T00:00:01+00:00")
+    data = "".join(history.export("ann")).encode()
+    report = history.import_file("copy", io.BytesIO(data))
+    assert (report.tally.imported, report.tally.already_there) == (3, 0)
+    again = history.import_file("copy", io.BytesIO(data))
+    assert (again.tally.imported, again.tally.already_there) == (0, 3)
+    back = history.import_file("ann", io.BytesIO(data))
+    assert (back.tally.imported, back.tally.already_there) == (0, 3)
+    (copied,) = history.list_conversations("copy")
+    assert copied.turns == 3
+
+
+@pytest.mark.parametrize(
+    ("format", "first"),
+    [
+        ("jsonl", {"conversation": "c", "question": "q", "answer": "a"}),
+        ("sillytavern", {"mes": "hi"}),
+    ],
+)
+def test_a_json_line_nested_too_deep_is_a_clear_error(
+    tmp_path: Path, format: str, first: dict[str, str]
+) -> None:
+    path = tmp_path / "chat.jsonl"
+    path.write_text(json.dumps(first) + "\n" + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(InvalidInput, match=r"chat\.jsonl:2: nested too deep"):
+        read_file(path, format)
+
+
+def test_a_sillytavern_chat_without_date_or_messages_is_a_failure(tmp_path: Path) -> None:
+    path = tmp_path / "chat.jsonl"
+    path.write_text(json.dumps({"user_name": "You", "character_name": "Bot"}) + "\n")
+    found, tally = read_file(path, "sillytavern")
+    assert found == [] and tally.failed == 1 and "neither an id nor a message" in tally.problems[0]
+
+
+def test_a_zip_unpacking_to_more_than_any_export_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoro.imports import source
+
+    monkeypatch.setattr(source, "MAX_UNPACKED", 1_500_000)
+    path = tmp_path / "huge.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("conversations.json", json.dumps([chatgpt_conversation("a", "one")]))
+        for i in range(2):
+            archive.writestr(f"photo{i}.jpg", random.Random(i).randbytes(1_000_000))
+    with pytest.raises(InvalidInput, match=r"huge\.zip would unpack to 2,000,\d+ bytes"):
+        Source.open(path)
+
+
+def test_messages_without_ids_never_share_a_turn_key(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.json"
+    said = [("human", "same"), ("assistant", "a"), ("human", "same"), ("assistant", "b")]
+    messages = [{"sender": who, "text": text} for who, text in said]
+    path.write_text(json.dumps([{"uuid": "c", "chat_messages": messages}]))
+    (chat,), _ = read_file(path, "claude")
+    assert [t.key for t in chat.turns] == ["claude:c:None", "claude:c:None#2"]
+
+
+def test_many_messages_without_ids_pair_in_linear_time(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.json"
+    messages = [{"sender": ("human", "assistant")[i % 2], "text": f"m{i}"} for i in range(100_000)]
+    path.write_text(json.dumps([{"uuid": "c", "chat_messages": messages}]))
+    started = time.monotonic()
+    (chat,), _ = read_file(path, "claude")
+    assert len({t.key for t in chat.turns}) == 50_000
+    assert time.monotonic() - started < 30  # a key search per copy: minutes
+
+
+def test_a_title_that_is_not_text_is_left_out_and_its_turns_imported(
+    history: Memoro, tmp_path: Path
+) -> None:
+    path = tmp_path / "conversations.json"
+    chats = [chatgpt_conversation("a", "one"), chatgpt_conversation("b", "two")]
+    chats[0]["title"], chats[1]["title"] = 123, {"a": [1]}
+    path.write_text(json.dumps(chats))
+    report = history.import_file("ann", path)
+    assert (report.tally.imported, report.tally.failed) == (2, 0)
+    assert {c.title for c in history.list_conversations("ann")} == {None}

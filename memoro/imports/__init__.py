@@ -19,10 +19,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 
-import ijson
-
 from memoro.errors import InvalidInput
-from memoro.imports import chatgpt, claude, librechat, memoro_format, openwebui, sillytavern
+from memoro.imports import (
+    chatgpt,
+    claude,
+    jsonstream,
+    librechat,
+    memoro_format,
+    openwebui,
+    sillytavern,
+)
 from memoro.imports.model import ImportedConversation, ImportedTurn, Tally
 from memoro.imports.source import Source
 
@@ -42,6 +48,8 @@ FORMATS = ("auto", *READERS)
 # a key of a conversation (or of the file's top-level object) that names its format
 _TELLING = {
     "mapping": "chatgpt",
+    "current_node": "chatgpt",
+    "conversation_id": "chatgpt",
     "chat_messages": "claude",
     "chat": "openwebui",
     "messagesTree": "librechat",
@@ -54,19 +62,56 @@ _TELLING = {
 }
 
 
+DETECT_ITEMS = 8
+"""Conversations looked at to tell the format (the first may lack the
+field that tells it, e.g. a ChatGPT conversation without a ``mapping``)."""
+
+
 def read(source: Source, format: str, tally: Tally) -> Iterator[ImportedConversation]:
-    """The conversations of ``source`` in ``format`` ("auto": detect it)."""
+    """The conversations of ``source`` in ``format`` ("auto": detect it).
+    A format other than the one the file plainly is, is refused."""
     if format == "auto":
         format = detect(source)
     reader = READERS.get(format)
     if reader is None:
         raise InvalidInput(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
-    return reader(source, tally)
+    if format != "memoro":  # its reader checks the file's own tag
+        _check_shape(source, format)
+    conversations = reader(source, tally)
+    return conversations if format == "jsonl" else unique(conversations, tally)
+
+
+def unique(
+    conversations: Iterator[ImportedConversation], tally: Tally
+) -> Iterator[ImportedConversation]:
+    """The conversations, a second one with an id already read failed
+    rather than merged into the first."""
+    seen: set[str] = set()
+    for conversation in conversations:
+        if conversation.id in seen:
+            tally.fail(conversation.id, "a second conversation with this id in the file")
+            continue
+        seen.add(conversation.id)
+        yield conversation
+
+
+def _check_shape(source: Source, format: str) -> None:
+    try:
+        likely = detect(source)
+    except InvalidInput:
+        return  # the reader says what is wrong, or reads what it can
+    if likely != format:
+        raise InvalidInput(
+            f"{source.name or 'the file'} looks like a {likely} export, not {format}:"
+            f" import it as {likely} (or auto)"
+        )
 
 
 def detect(source: Source) -> str:
-    """Which export ``source`` is, from its members and first record."""
+    """Which export ``source`` is, from its members and first records."""
     names = source.members
+    if not names:
+        raise InvalidInput(f"{source.name or 'the zip'} holds no JSON or JSON Lines file")
     member = names[0]
     if source.is_zip:
         lines = [n for n in names if n.endswith(".jsonl")]
@@ -78,8 +123,10 @@ def detect(source: Source) -> str:
     first = source.first_byte(member)
     keys: list[str] = []
     if first == b"[":
-        item = next(iter(source.items(member)), None)
-        keys = list(item) if isinstance(item, dict) else []
+        for _, item in zip(range(DETECT_ITEMS), source.items(member), strict=False):
+            keys += list(item) if isinstance(item, dict) else []
+            if any(key in _TELLING for key in keys):
+                break
     elif first == b"{":
         line = _first_line(source, member)
         if line is not None:
@@ -103,8 +150,8 @@ def _first_line(source: Source, member: str) -> dict[str, object] | None:
         raw = stream.readline(1 << 20)
     try:
         value = json.loads(raw.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return None  # e.g. "{" alone: pretty-printed JSON
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        return None  # e.g. "{" alone: pretty-printed JSON; or JSON on one line, nested deep
     if not isinstance(value, dict) or not any(
         _TELLING.get(k) in ("jsonl", "sillytavern") for k in value
     ):
@@ -116,20 +163,14 @@ def _top_keys(source: Source, member: str) -> tuple[list[str], object]:
     """The top-level object's keys up to the first that names a format, and
     its "format" value; the rest of the file is not read."""
     keys: list[str] = []
-    tag: object = None
     with source.stream(member) as stream:
-        try:
-            for prefix, event, value in ijson.parse(stream):
-                if prefix == "" and event == "map_key":
-                    keys.append(value)
-                    if value in _TELLING:
-                        break
-                elif prefix == "format" and event == "string":
-                    tag = value
-                    break
-        except ijson.JSONError as exc:
-            raise InvalidInput(f"{member} is not valid JSON: {exc}") from None
-    return keys, tag
+        for key, _, value in jsonstream.top_keys(stream, member):
+            if key == "format" and isinstance(value, str):
+                return keys, value
+            keys.append(key)
+            if key in _TELLING:
+                break
+    return keys, None
 
 
 __all__ = ["FORMATS", "ImportedConversation", "ImportedTurn", "Source", "Tally", "detect", "read"]

@@ -12,7 +12,15 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from memoro.imports.dialogue import branch, each, message, pair, time_or_none
+from memoro.imports.dialogue import (
+    branch,
+    conversation_id,
+    each,
+    message,
+    pair,
+    time_or_none,
+    title,
+)
 from memoro.imports.model import ImportedConversation, Message, Tally
 from memoro.imports.source import Source, json_members
 
@@ -48,7 +56,6 @@ def read(source: Source, tally: Tally) -> Iterator[ImportedConversation]:
 
 
 def _conversation(raw: dict[str, Any], tally: Tally) -> ImportedConversation:
-    native = str(raw.get("conversation_id") or raw.get("id"))
     mapping = raw.get("mapping") or {}
     path = branch(
         mapping,
@@ -56,13 +63,15 @@ def _conversation(raw: dict[str, Any], tally: Tally) -> ImportedConversation:
         raw.get("current_node"),
         lambda node: time_or_none((node.get("message") or {}).get("create_time")),
     )
-    messages = [m for node in path if (m := _message(mapping[node], tally)) is not None]
+    messages = [m for node in path if (m := _message(node, mapping[node], tally)) is not None]
+    native = raw.get("conversation_id") or raw.get("id")
+    id = conversation_id(PROVIDER, native, messages, raw.get("create_time"))
     fallback = time_or_none(raw.get("update_time")) or time_or_none(raw.get("create_time"))
-    turns = pair(messages, f"{PROVIDER}:{native}", fallback, tally)
-    return ImportedConversation(f"{PROVIDER}:{native}", raw.get("title") or None, turns)
+    turns = pair(messages, id, fallback, tally)
+    return ImportedConversation(id, title(raw.get("title")), turns)
 
 
-def _message(node: dict[str, Any], tally: Tally) -> Message | None:
+def _message(key: str, node: dict[str, Any], tally: Tally) -> Message | None:
     raw = node.get("message")
     if not raw:
         return None
@@ -91,7 +100,7 @@ def _message(node: dict[str, Any], tally: Tally) -> Message | None:
     text = "\n\n".join(t for t in texts if t and t.strip())
     if not text.strip():
         return None
-    return message(str(raw.get("id") or node.get("id")), role, text, raw.get("create_time"))
+    return message(str(raw.get("id") or node.get("id") or key), role, text, raw.get("create_time"))
 
 
 def _part(part: Any, tally: Tally) -> str:

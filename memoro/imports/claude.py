@@ -12,7 +12,16 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from memoro.imports.dialogue import branch, content_text, each, message, pair, time_or_none
+from memoro.imports.dialogue import (
+    branch,
+    content_text,
+    conversation_id,
+    each,
+    message,
+    pair,
+    time_or_none,
+    title,
+)
 from memoro.imports.model import ImportedConversation, Message, Tally
 from memoro.imports.source import Source, json_members
 
@@ -35,10 +44,9 @@ def read(source: Source, tally: Tally) -> Iterator[ImportedConversation]:
 
 
 def _conversation(raw: dict[str, Any], tally: Tally) -> ImportedConversation:
-    native = str(raw["uuid"])
     listed = [m for m in raw.get("chat_messages") or [] if isinstance(m, dict)]
     if any(m.get("parent_message_uuid") for m in listed):
-        nodes = {str(m.get("uuid")): m for m in listed}
+        nodes = {str(m.get("uuid") or f"#{i}"): m for i, m in enumerate(listed)}
         path = branch(
             nodes,
             lambda m: (
@@ -51,9 +59,10 @@ def _conversation(raw: dict[str, Any], tally: Tally) -> ImportedConversation:
     else:
         ordered = listed
     messages = [m for item in ordered if (m := _message(item, tally)) is not None]
+    id = conversation_id(PROVIDER, raw.get("uuid"), messages, raw.get("created_at"))
     fallback = time_or_none(raw.get("updated_at")) or time_or_none(raw.get("created_at"))
-    turns = pair(messages, f"{PROVIDER}:{native}", fallback, tally)
-    return ImportedConversation(f"{PROVIDER}:{native}", raw.get("name") or None, turns)
+    turns = pair(messages, id, fallback, tally)
+    return ImportedConversation(id, title(raw.get("name")), turns)
 
 
 def _message(raw: dict[str, Any], tally: Tally) -> Message | None:

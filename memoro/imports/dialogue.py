@@ -5,6 +5,9 @@ into turns."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -63,12 +66,16 @@ def pair(
     turns: list[ImportedTurn] = []
     opened: Message | None = None
     answers: list[Message] = []
+    keys: Counter[str] = Counter()
 
     def close() -> None:
         if opened is None and not answers:
             return
         first = opened or answers[0]
         key = f"{key_prefix}:{first.id}"
+        keys[key] += 1  # messages without ids of their own: no turn may take another's key
+        if keys[key] > 1:
+            key = f"{key}#{keys[key]}"
         together = [*([opened] if opened else []), *answers]
         bad = next((m.bad_time for m in together if m.bad_time), None)
         if bad is not None:
@@ -87,6 +94,29 @@ def pair(
             answers.append(message)
     close()
     return turns
+
+
+def conversation_id(
+    provider: str, native: object, messages: Sequence[Message], *seed: object
+) -> str:
+    """``provider:native``. A conversation without an id of its own gets one
+    from ``seed`` (its creation time…) and its first message, the same in
+    every export of it, so two such conversations are not taken for one;
+    with no message either, it is no conversation (ValueError)."""
+    if isinstance(native, int | str) and not isinstance(native, bool) and str(native).strip():
+        return f"{provider}:{native}"
+    if not messages:
+        raise ValueError("neither an id nor a message: not a conversation of this export")
+    first = messages[0]
+    content = [*(str(s) for s in seed), first.role, first.text]
+    content.append(first.at.isoformat() if first.at else "")
+    digest = hashlib.sha256(json.dumps(content).encode()).hexdigest()
+    return f"{provider}:unnamed-{digest[:32]}"
+
+
+def title(value: object) -> str | None:
+    """A conversation's title, when the export gives one as text."""
+    return value if isinstance(value, str) and value else None
 
 
 def each(

@@ -9,7 +9,16 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from memoro.imports.dialogue import branch, content_text, each, message, pair, time_or_none
+from memoro.imports.dialogue import (
+    branch,
+    content_text,
+    conversation_id,
+    each,
+    message,
+    pair,
+    time_or_none,
+    title,
+)
 from memoro.imports.model import ImportedConversation, Message, Tally
 from memoro.imports.source import Source, json_members
 
@@ -34,11 +43,11 @@ def _flatten(tree: list[Any], into: list[dict[str, Any]]) -> list[dict[str, Any]
 
 
 def _conversation(raw: dict[str, Any], tally: Tally) -> ImportedConversation:
-    native = str(raw.get("conversationId") or raw.get("id"))
     listed = _flatten(raw.get("messagesTree") or [], []) or [
         m for m in raw.get("messages") or [] if isinstance(m, dict)
     ]
-    nodes = {str(m.get("messageId")): m for m in listed}
+    # a message without an id can be no parent, but is still a message
+    nodes = {str(m.get("messageId") or f"#{i}"): m for i, m in enumerate(listed)}
     path = branch(
         nodes,
         lambda m: None if m.get("parentMessageId") in (None, ROOT) else m["parentMessageId"],
@@ -46,9 +55,11 @@ def _conversation(raw: dict[str, Any], tally: Tally) -> ImportedConversation:
         lambda m: time_or_none(m.get("createdAt")),
     )
     messages = [m for key in path if (m := _message(nodes[key], tally)) is not None]
+    native = raw.get("conversationId") or raw.get("id")
+    id = conversation_id(PROVIDER, native, messages, raw.get("createdAt"))
     fallback = time_or_none(raw.get("updatedAt")) or time_or_none(raw.get("createdAt"))
-    turns = pair(messages, f"{PROVIDER}:{native}", fallback, tally)
-    return ImportedConversation(f"{PROVIDER}:{native}", raw.get("title") or None, turns)
+    turns = pair(messages, id, fallback, tally)
+    return ImportedConversation(id, title(raw.get("title")), turns)
 
 
 def _message(raw: dict[str, Any], tally: Tally) -> Message | None:
@@ -59,4 +70,4 @@ def _message(raw: dict[str, Any], tally: Tally) -> Message | None:
     text = "\n\n".join(t for t in texts if t.strip())
     if not text.strip():
         return None
-    return message(str(raw.get("messageId")), role, text, raw.get("createdAt"))
+    return message(str(raw.get("messageId") or "message"), role, text, raw.get("createdAt"))

@@ -14,12 +14,15 @@ holds about a user, which imports back losslessly::
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
 from memoro.errors import InvalidInput
+from memoro.imports import jsonstream
 from memoro.imports.model import ImportedConversation, ImportedTurn, Tally
 from memoro.imports.source import Source
 from memoro.imports.times import BadTime, parse
@@ -72,20 +75,77 @@ def _line(member: str, number: int, row: Any) -> tuple[str, ImportedTurn]:
 
 def read_export(source: Source, tally: Tally) -> Iterator[ImportedConversation]:
     member = source.members[0]
-    header = next(iter(source.items(member, "format")), None)
-    if header != FORMAT:
-        raise InvalidInput(f"{member} is not a memoro export")
-    for raw in source.items(member, "conversations.item"):
+    _check_header(source, member)
+    for number, raw in enumerate(source.items(member, "conversations.item"), 1):
         tally.conversations += 1
-        turns = []
-        for item in raw.get("turns") or []:
-            try:
-                at = parse(item.get("at"))
-            except BadTime as exc:
-                tally.fail(f"{raw.get('id')}: {item.get('key')}", str(exc))
-                continue
-            turns.append(ImportedTurn(item.get("key") or "", item["question"], item["answer"], at))
-        yield ImportedConversation(str(raw["id"]), raw.get("title"), turns)
+        try:
+            found = _conversation(raw, tally)
+        except ValueError as exc:
+            tally.fail(f"{member}, conversation {number}", str(exc))
+            continue
+        yield found
+
+
+def _check_header(source: Source, member: str) -> None:
+    """The file's own tag, and a list where the conversations go; read up
+    to the conversations only."""
+    tag: object = None
+    with source.stream(member) as stream:
+        for key, event, value in jsonstream.top_keys(stream, member):
+            if key == "format":
+                tag = value
+            elif key == "conversations":
+                if tag == FORMAT and event != "start_array":
+                    raise InvalidInput(f"{member}: its conversations are not a list")
+                break
+    if tag != FORMAT:
+        raise InvalidInput(f"{member} is not a memoro export")
+
+
+def _conversation(raw: Any, tally: Tally) -> ImportedConversation:
+    if not isinstance(raw, dict):
+        raise ValueError("not a JSON object")
+    id, listed, title = raw.get("id"), raw.get("turns"), raw.get("title")
+    if not isinstance(id, str) or not id:
+        raise ValueError("it has no id")
+    if not isinstance(listed, list):
+        raise ValueError("its turns are not a list")
+    turns: list[ImportedTurn] = []
+    copies: Counter[tuple[str, str, str | None]] = Counter()
+    for number, item in enumerate(listed, 1):
+        try:
+            turn = _turn(item)
+        except ValueError as exc:
+            tally.fail(f"{id}: turn {number}", str(exc))
+            continue
+        if not turn.key:
+            # a turn recorded live has no key, and the one the service
+            # derives from its content would be the same for two alike
+            # turns: a copy's number tells them apart, so none is lost
+            stamp = turn.at.isoformat() if turn.at else None
+            copy = copies[turn.question, turn.answer, stamp]
+            copies[turn.question, turn.answer, stamp] += 1
+            if copy:
+                content = json.dumps([id, turn.question, turn.answer, stamp, copy])
+                key = "import:" + hashlib.sha256(content.encode()).hexdigest()
+                turn = ImportedTurn(key, turn.question, turn.answer, turn.at)
+        turns.append(turn)
+    return ImportedConversation(id, title if isinstance(title, str) else None, turns)
+
+
+def _turn(item: Any) -> ImportedTurn:
+    if not isinstance(item, dict):
+        raise ValueError("not a JSON object")
+    question, answer, key = item.get("question"), item.get("answer"), item.get("key")
+    if not isinstance(question, str) or not isinstance(answer, str):
+        raise ValueError("a turn needs its question and answer as text")
+    if key is not None and not isinstance(key, str):
+        raise ValueError("its key is not text")
+    try:
+        at = parse(item.get("at"))
+    except BadTime as exc:
+        raise ValueError(str(exc)) from None
+    return ImportedTurn(key or "", question, answer, at)
 
 
 def export_block(source: Source) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:

@@ -11,16 +11,24 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from memoro.imports.dialogue import branch, each, message, pair, time_or_none
+from memoro.imports.dialogue import (
+    branch,
+    conversation_id,
+    each,
+    message,
+    pair,
+    time_or_none,
+    title,
+)
 from memoro.imports.model import ImportedConversation, Message, Tally
 from memoro.imports.source import Source, json_members
 
 PROVIDER = "openwebui"
 _JSON = re.compile(r"\.json$")
-_HIDDEN = re.compile(
-    r"<details\b[^>]*\btype=\"(reasoning|tool_calls|code_interpreter)\"[^>]*>.*?</details>\s*",
-    re.DOTALL,
-)
+_OPEN = re.compile(r"<details\b")
+_HIDDEN_TYPE = re.compile(r"\btype=\"(reasoning|tool_calls|code_interpreter)\"")
+_CLOSE = "</details>"
+_SPACE = re.compile(r"\s*")
 
 
 def read(source: Source, tally: Tally) -> Iterator[ImportedConversation]:
@@ -29,7 +37,6 @@ def read(source: Source, tally: Tally) -> Iterator[ImportedConversation]:
 
 def _conversation(raw: dict[str, Any], tally: Tally) -> ImportedConversation:
     chat: dict[str, Any] = raw["chat"] if isinstance(raw.get("chat"), dict) else raw
-    native = str(raw.get("id") or chat.get("id"))
     history = chat.get("history") or {}
     nodes = {str(k): v for k, v in (history.get("messages") or {}).items() if isinstance(v, dict)}
     if nodes:
@@ -43,10 +50,11 @@ def _conversation(raw: dict[str, Any], tally: Tally) -> ImportedConversation:
     else:  # older exports: a flat list
         ordered = [m for m in chat.get("messages") or [] if isinstance(m, dict)]
     messages = [m for item in ordered if (m := _message(item, tally)) is not None]
+    native = raw.get("id") or chat.get("id")
+    id = conversation_id(PROVIDER, native, messages, raw.get("created_at"))
     fallback = time_or_none(raw.get("updated_at")) or time_or_none(raw.get("created_at"))
-    title = raw.get("title") or chat.get("title") or None
-    turns = pair(messages, f"{PROVIDER}:{native}", fallback, tally)
-    return ImportedConversation(f"{PROVIDER}:{native}", title, turns)
+    turns = pair(messages, id, fallback, tally)
+    return ImportedConversation(id, title(raw.get("title")) or title(chat.get("title")), turns)
 
 
 def _message(raw: dict[str, Any], tally: Tally) -> Message | None:
@@ -61,7 +69,7 @@ def _message(raw: dict[str, Any], tally: Tally) -> Message | None:
             for p in content
             if isinstance(p, dict) and p.get("type") == "text"
         )
-    text, hidden = _HIDDEN.subn("", str(content or ""))
+    text, hidden = cut_hidden(str(content or ""))
     if hidden:
         tally.skipped["reasoning and tool calls"] += hidden
     names = [f.get("name") for f in raw.get("files") or [] if isinstance(f, dict) and f.get("name")]
@@ -69,3 +77,34 @@ def _message(raw: dict[str, Any], tally: Tally) -> Message | None:
     if not text:
         return None
     return message(str(raw.get("id")), role, text, raw.get("timestamp"))
+
+
+def cut_hidden(text: str) -> tuple[str, int]:
+    """``text`` without its reasoning and tool-call ``<details>`` blocks
+    (each up to the first ``</details>`` after it, and the white space
+    after that), and how many there were. Linear: each search's result is
+    kept for the openings that follow, so unclosed openings repeated
+    thousands of times cost no more than one (a regex took minutes)."""
+    kept: list[str] = []
+    done = 0  # text before this is decided
+    tag_end = typed = close = -1
+    for opening in _OPEN.finditer(text):
+        start = opening.start()
+        if start < done:
+            continue
+        if tag_end < start:  # else the same ">" ends this tag
+            tag_end = text.find(">", start)
+            if tag_end == -1:
+                break
+            found = [m.start() for m in _HIDDEN_TYPE.finditer(text, start, tag_end)]
+            typed = found[-1] if found else -1
+        if typed < start:
+            continue
+        if close < tag_end:
+            close = text.find(_CLOSE, tag_end)
+            if close == -1:
+                break
+        kept.append(text[done:start])
+        done = _SPACE.match(text, close + len(_CLOSE)).end()  # type: ignore[union-attr]
+    kept.append(text[done:])
+    return "".join(kept), len(kept) - 1

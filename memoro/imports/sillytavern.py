@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from memoro.imports.dialogue import message, pair, time_or_none
+from memoro.imports.dialogue import conversation_id, message, pair, time_or_none
 from memoro.imports.model import ImportedConversation, Message, Tally
 from memoro.imports.source import Source, json_members
 
@@ -22,6 +22,7 @@ def read(source: Source, tally: Tally) -> Iterator[ImportedConversation]:
         tally.conversations += 1
         header: dict[str, Any] = {}
         messages: list[Message] = []
+        speaker = ""
         for number, raw in source.lines(member):
             if not isinstance(raw, dict):
                 tally.fail(f"{member}:{number}", "not a JSON object")
@@ -29,11 +30,20 @@ def read(source: Source, tally: Tally) -> Iterator[ImportedConversation]:
                 header = raw
             elif (found := _message(number, raw, tally)) is not None:
                 messages.append(found)
-        character = str(header.get("character_name") or member.rsplit("/", 1)[-1])
-        native = f"{character}:{header.get('create_date') or member}"
-        fallback = time_or_none(header.get("create_date"))
-        turns = pair(messages, f"{PROVIDER}:{native}", fallback, tally)
-        yield ImportedConversation(f"{PROVIDER}:{native}", character, turns)
+                if found.role == "assistant" and not speaker:
+                    speaker = str(raw.get("name") or "")
+        # the id never comes from the file's name, which differs by how it
+        # was uploaded: the character and the chat's creation date name it
+        character = str(header.get("character_name") or speaker)
+        created = header.get("create_date")
+        native = f"{character}:{created}" if created else None
+        try:
+            id = conversation_id(PROVIDER, native, messages, character)
+        except ValueError as exc:
+            tally.fail(member, str(exc))
+            continue
+        turns = pair(messages, id, time_or_none(created), tally)
+        yield ImportedConversation(id, character or None, turns)
 
 
 def _message(number: int, raw: dict[str, Any], tally: Tally) -> Message | None:

@@ -9,18 +9,21 @@ import io
 import json
 import re
 import zipfile
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-import ijson
-
 from memoro.errors import InvalidInput
+from memoro.imports import jsonstream
 
-BOMB_SIZE = 256 * 2**20
-"""A zip member larger than this, unpacked, must also compress sensibly…"""
+BOMB_SIZE = 64 * 2**20
+"""Zip members that compress more than BOMB_RATIO may unpack to this much
+together (a 250 MB string in a 250 KB zip took minutes to parse)…"""
 BOMB_RATIO = 200
-"""…by at most this factor (chat exports compress 5–20×; zip bombs 1,000×)."""
+"""…a factor no chat export reaches (they compress 5–20×; zip bombs 1,000×)."""
+MAX_UNPACKED = 32 * 2**30
+"""What a zip's members may unpack to together, however they compress."""
 
 
 class _Counting(io.RawIOBase):
@@ -73,15 +76,11 @@ class Source:
                 self._zip = zipfile.ZipFile(io.BufferedReader(self._raw, 1 << 16))
             except (zipfile.BadZipFile, OSError) as exc:
                 raise InvalidInput(f"{name or 'the file'} is a damaged zip file: {exc}") from None
-            for info in self._zip.infolist():
-                if info.file_size > BOMB_SIZE and info.file_size > BOMB_RATIO * max(
-                    info.compress_size, 1
-                ):
-                    self._zip.close()
-                    raise InvalidInput(
-                        f"{info.filename} in {name or 'the zip'} would unpack to"
-                        f" {info.file_size:,} bytes from {info.compress_size:,}: that is no export"
-                    )
+            try:
+                _check_members(self._zip.infolist(), name or "the zip")
+            except InvalidInput:
+                self._zip.close()
+                raise
         file.seek(0)
         self._raw.position = 0
 
@@ -137,14 +136,16 @@ class Source:
 
     def items(self, member: str, prefix: str = "item") -> Iterator[Any]:
         """The elements of a member's top-level JSON array, one at a time
-        (or its one object, when it is an object and ``prefix`` is "item")."""
-        if prefix == "item" and self.first_byte(member) == b"{":
+        (or its one object, when it is an object and ``prefix`` is "item");
+        InvalidInput when the member is neither."""
+        first = self.first_byte(member)
+        if first not in (b"[", b"{"):
+            what = "empty" if not first else "not a JSON array or object"
+            raise InvalidInput(f"{member} holds no conversations: it is {what}")
+        if prefix == "item" and first == b"{":
             prefix = ""
         with self.stream(member) as stream:
-            try:
-                yield from ijson.items(stream, prefix, use_float=True)
-            except (ijson.JSONError, UnicodeDecodeError) as exc:
-                raise InvalidInput(f"{member} is not valid JSON: {exc}") from None
+            yield from jsonstream.items(stream, prefix, member)
 
     def lines(self, member: str) -> Iterator[tuple[int, Any]]:
         """A JSON Lines member's objects with their line numbers (blank lines
@@ -157,6 +158,8 @@ class Source:
                     yield number, json.loads(raw.decode("utf-8-sig" if number == 1 else "utf-8"))
                 except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                     raise InvalidInput(f"{member}:{number}: not a JSON line ({exc})") from None
+                except RecursionError:
+                    raise InvalidInput(f"{member}:{number}: nested too deep") from None
 
     def close(self) -> None:
         if self._zip is not None:
@@ -168,6 +171,29 @@ class Source:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _check_members(infos: list[zipfile.ZipInfo], name: str) -> None:
+    """Refuse a zip bomb — members that unpack to far more than they
+    compress from, one or many — before anything is unpacked; and a zip
+    naming two members alike (which one is the export?)."""
+    twice = [n for n, count in Counter(i.filename for i in infos).items() if count > 1]
+    if twice:
+        raise InvalidInput(f"{name} holds two files named {twice[0]}: that is no export")
+    packed = [i for i in infos if i.file_size > BOMB_RATIO * max(i.compress_size, 1)]
+    unpacked = sum(i.file_size for i in packed)
+    if unpacked > BOMB_SIZE:
+        what = packed[0].filename if len(packed) == 1 else f"{len(packed)} files"
+        raise InvalidInput(
+            f"{what} in {name} would unpack to {unpacked:,} bytes"
+            f" from {sum(i.compress_size for i in packed):,}: that is no export"
+        )
+    total = sum(i.file_size for i in infos)
+    if total > MAX_UNPACKED:
+        raise InvalidInput(
+            f"{name} would unpack to {total:,} bytes, more than the"
+            f" {MAX_UNPACKED // 2**30} GB an export may hold"
+        )
 
 
 def json_members(source: Source, pattern: re.Pattern[str], expected: str) -> list[str]:
