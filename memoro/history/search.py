@@ -52,7 +52,7 @@ class Evidence:
 def gather(
     store: Store, embedder: Embedder | None, user_id: str, query: str, mode: Mode = Mode.HYBRID
 ) -> Evidence:
-    """The evidence for ``query`` in the user's history (C4, C7)."""
+    """The evidence for ``query`` in the user's history."""
     warnings: list[str] = []
     vector = None
     if embedder is not None and mode != Mode.KEYWORD:
