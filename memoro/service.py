@@ -262,6 +262,12 @@ class Memoro(Transfers):
     ) -> list[Conversation]:
         """The user's conversations, latest first (deleted ones are gone):
         ``limit`` of them (all by default) after skipping ``offset``."""
+        return self.conversation_page(user_id, limit=limit, offset=offset)[0]
+
+    def conversation_page(
+        self, user_id: str, *, limit: int | None = None, offset: int = 0
+    ) -> tuple[list[Conversation], int]:
+        """``list_conversations``, and how many conversations there are in all."""
         user_id = check_user(user_id)
         if limit is not None and (
             isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
@@ -270,7 +276,7 @@ class Memoro(Transfers):
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidInput("offset must be a whole number of at least 0")
         found = self.store.list_conversations(user_id)
-        return found[offset : None if limit is None else offset + limit]
+        return found[offset : None if limit is None else offset + limit], len(found)
 
     def conversation_turns(self, user_id: str, conversation_id: str) -> list[Turn]:
         """One conversation's turns, in order."""

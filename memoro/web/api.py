@@ -329,9 +329,9 @@ def list_conversations(
     ] = None,
     offset: Annotated[int, Query(ge=0, description="How many to skip first.")] = 0,
 ) -> Any:
-    everything = memoro.list_conversations(user)
-    response.headers["X-Total-Count"] = str(len(everything))
-    return [c.to_json() for c in everything[offset : None if limit is None else offset + limit]]
+    page, total = memoro.conversation_page(user, limit=limit, offset=offset)
+    response.headers["X-Total-Count"] = str(total)
+    return [c.to_json() for c in page]
 
 
 ConversationId = Annotated[str, Path(description=ID_DOC, json_schema_extra=ID_SCHEMA)]
