@@ -50,7 +50,7 @@ def backend(spec: str) -> Iterator[Backend]:
     if spec == "sqlite":
         yield Backend("SQLite", None)
     elif spec == "pgserver":
-        from memoro.store.local_postgres import running
+        from memoro.store.postgres.local import running
 
         with running() as server:
             yield Backend("PostgreSQL", server.worker)

@@ -128,7 +128,7 @@ def place(spec: str) -> Iterator[Place]:
         return
     if spec != "pgserver":
         raise SystemExit("--database: sqlite or pgserver (the checks read the server's files)")
-    from memoro.store.local_postgres import running
+    from memoro.store.postgres.local import running
 
     with running() as server:
         with psycopg.connect(server.admin, autocommit=True) as conn:

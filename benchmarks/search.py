@@ -32,8 +32,8 @@ import numpy as np
 from _backends import Backend, add_option, backend, specs
 
 from memoro import Memoro
-from memoro.history import terms
 from memoro.history.embed import MODEL_IDS, LocalEmbedder
+from memoro.store import keywords as terms
 
 Floats = np.typing.NDArray[np.float32]
 

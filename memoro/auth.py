@@ -28,6 +28,7 @@ import hashlib
 import hmac
 import secrets
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,17 @@ import jwt
 
 from memoro.errors import ConfigError, InvalidUser, KeysUnavailable, Unauthorized
 from memoro.turns import check_user
+
+SESSION_COOKIE = "memoro_session"
+"""The cookie that carries a pages session."""
+
+
+def www_authenticate(headers: Mapping[str, str], cookies: Mapping[str, str]) -> str:
+    """The WWW-Authenticate header of a 401 (RFC 6750), with ``invalid_token``
+    when the request carried a token or session that was not accepted."""
+    sent = "authorization" in headers or SESSION_COOKIE in cookies
+    return 'Bearer realm="memoro"' + (', error="invalid_token"' if sent else "")
+
 
 MIN_SECRET = 32
 DEFAULT_TTL = 3600

@@ -26,12 +26,12 @@ from pydantic.networks import AnyUrl
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from memoro.auth import www_authenticate
 from memoro.errors import KeysUnavailable, Unauthorized
 from memoro.inputs import clean_json_message
 from memoro.prompt import memory_section
 from memoro.service import Memoro
 from memoro.tools import TOOLS
-from memoro.web.security import www_authenticate
 
 INSTRUCTIONS = """\
 memoro keeps a memory of the user. Load the resource memoro://memory (or the prompt \
@@ -188,7 +188,13 @@ class _Authenticated:
             status = 403 if exc.code == "forbidden" else 401
             body = {"error": {"code": exc.code, "message": str(exc)}}
             headers = (
-                {"WWW-Authenticate": www_authenticate(Request(scope))} if status == 401 else {}
+                {
+                    "WWW-Authenticate": www_authenticate(
+                        Request(scope).headers, Request(scope).cookies
+                    )
+                }
+                if status == 401
+                else {}
             )
             await JSONResponse(body, status_code=status, headers=headers)(scope, receive, send)
             return

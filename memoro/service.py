@@ -304,7 +304,7 @@ class Memoro(Transfers):
         """Say so, once, when the store's database role may not run the job
         queue (on PostgreSQL, a role that is not a member of memoro_worker
         sees no job, so a worker there would wait forever)."""
-        if not getattr(self.store, "runs_jobs", True) and not self._warned:
+        if not self.store.runs_jobs and not self._warned:
             self._warned = True
             log.warning(
                 "this database role is not a member of memoro_worker: it cannot index turns"

@@ -9,12 +9,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 import platformdirs
 
 from memoro.errors import ConfigError
+
+if TYPE_CHECKING:
+    from memoro.store.base import Store
 
 
 @dataclass(frozen=True)
@@ -258,7 +261,7 @@ class Settings:
             return f"SQLite, {where['path']}"
         return f"PostgreSQL, database {where['database']} on {where['server']} as {where['user']}"
 
-    def open_store(self) -> Any:
+    def open_store(self) -> Store:
         """The store these settings name: PostgreSQL for a postgresql:// URL,
         else the SQLite file under ``home``."""
         if self.database_url:

@@ -10,15 +10,23 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from memoro import block, inputs
 from memoro.errors import InvalidInput, UnknownTool
 from memoro.models import DeleteResult, Outcome, SearchHits, Writer, WriteResult
 from memoro.prompt import memory_section
 
-if TYPE_CHECKING:
-    from memoro.service import Memoro
+
+class Memoro(Protocol):
+    """What the tools need from the service (``memoro.service.Memoro``);
+    declared here so that the tools depend on no front end or service."""
+
+    def write_block(self, user_id: str, text: str, *, writer: Writer) -> WriteResult: ...
+
+    def delete_block(self, user_id: str, *, writer: Writer) -> DeleteResult: ...
+
+    def search(self, user_id: str, query: str, *, limit: int) -> SearchHits: ...
 
 
 @dataclass(frozen=True)

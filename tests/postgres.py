@@ -1,5 +1,5 @@
 """A real PostgreSQL with pgvector for the tests: one server per test session
-(``memoro.store.local_postgres``), set up as on a managed PostgreSQL."""
+(``memoro.store.postgres.local``), set up as on a managed PostgreSQL."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import psycopg
 
-from memoro.store.local_postgres import OWNER_ROLE, LocalPostgres, as_role, in_database, running
+from memoro.store.postgres.local import OWNER_ROLE, LocalPostgres, as_role, in_database, running
 
 __all__ = ["OWNER_ROLE", "as_role", "clean", "in_database", "start"]
 

@@ -1,12 +1,16 @@
-"""The Store contract: every backend must pass these (M1, M6, M9)."""
+"""The Store contract: every backend must pass these — the block (M1, M6,
+M9), recording turns (C1, C3) and the job queue (C2: claim, lease expiry,
+backoff, failure, retry)."""
 
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
-from memoro.models import AuditRecord, Operation, Writer
+from memoro.errors import InvalidInput
+from memoro.models import AuditRecord, JobStatus, NewTurn, Operation, Writer
 from memoro.store.base import Store
 
 
@@ -103,3 +107,115 @@ def test_concurrent_transactions_on_one_user_serialize(block_store: Store) -> No
         t.join()
     assert block_store.read_block("ann").text == "80"  # type: ignore[union-attr]
     assert len(block_store.list_audit("ann", limit=1000)) == 81
+
+
+# -- recording turns -------------------------------------------------------
+
+
+def _turn(conversation: str, question: str, key: str | None = None) -> NewTurn:
+    return NewTurn(conversation, question, "an answer", None, key=key)
+
+
+def test_a_turn_and_its_indexing_job_are_stored_together(block_store: Store) -> None:
+    (recorded,) = block_store.record_turns("ann", [_turn("c1", "first question")])
+    assert recorded.created and recorded.seq == 1
+    turn = block_store.get_turn("ann", recorded.turn_id)
+    assert turn is not None and (turn.question, turn.indexed) == ("first question", False)
+    (job,) = block_store.list_jobs()
+    assert (job.kind, job.user_id, job.payload) == ("index_turn", "ann", {"turn_id": turn.id})
+    assert block_store.get_turn("bob", recorded.turn_id) is None  # another user's id
+
+
+def test_a_key_the_user_already_has_is_not_stored_again(block_store: Store) -> None:
+    first = block_store.record_turns("ann", [_turn("c1", "q", key="k1")], bulk=True)
+    again = block_store.record_turns("ann", [_turn("c1", "q", key="k1")], bulk=True)
+    assert again[0].turn_id == first[0].turn_id and not again[0].created
+    assert block_store.record_turns("bob", [_turn("c1", "q", key="k1")])[0].created
+    assert block_store.count_jobs("ann")[JobStatus.PENDING] == 1
+
+
+def test_conversations_list_latest_first_and_a_deleted_one_takes_no_turn(
+    block_store: Store,
+) -> None:
+    block_store.record_turns("ann", [_turn("old", "one"), _turn("new", "two")])
+    block_store.record_turns("ann", [_turn("new", "three")])
+    assert [(c.id, c.turns) for c in block_store.list_conversations("ann")] == [
+        ("new", 2),
+        ("old", 1),
+    ]
+    assert [t.seq for t in block_store.conversation_turns("ann", "new")] == [1, 2]
+    assert block_store.delete_conversation("ann", "old")
+    assert [c.id for c in block_store.list_conversations("ann")] == ["new"]
+    with pytest.raises(InvalidInput):
+        block_store.record_turns("ann", [_turn("old", "again")])
+
+
+# -- the job queue ---------------------------------------------------------
+
+
+def _queued(store: Store, user: str = "ann", n: int = 1) -> None:
+    store.record_turns(user, [_turn("c", f"question {i}") for i in range(n)])
+
+
+def test_a_claimed_job_is_no_other_workers_until_its_lease_runs_out(block_store: Store) -> None:
+    _queued(block_store)
+    (job,) = block_store.claim_jobs("w1", lease_seconds=0.5, limit=5)
+    assert (job.status, job.attempts) == (JobStatus.RUNNING, 1)
+    assert block_store.claim_jobs("w2", lease_seconds=30, limit=5) == []
+    time.sleep(0.7)
+    (taken,) = block_store.claim_jobs("w2", lease_seconds=30, limit=5)
+    assert (taken.id, taken.attempts) == (job.id, 2)
+    assert not block_store.finish_job(job, "w1")  # w1 lost its lease
+    assert block_store.finish_job(taken, "w2")
+    assert block_store.list_jobs() == []
+
+
+def test_an_extended_lease_keeps_the_job(block_store: Store) -> None:
+    _queued(block_store)
+    (job,) = block_store.claim_jobs("w1", lease_seconds=0.5, limit=1)
+    block_store.extend_leases([job], "w1", 30)
+    time.sleep(0.7)
+    assert block_store.claim_jobs("w2", lease_seconds=30, limit=1) == []
+
+
+def test_a_failure_waits_out_its_backoff_then_is_claimed_again(block_store: Store) -> None:
+    _queued(block_store)
+    (job,) = block_store.claim_jobs("w1", lease_seconds=30, limit=1)
+    block_store.release_job(job, "w1", "model unreachable", retry_in=0.5)
+    (pending,) = block_store.list_jobs(JobStatus.PENDING)
+    assert pending.last_error == "model unreachable"
+    assert block_store.claim_jobs("w1", lease_seconds=30, limit=1) == []
+    time.sleep(0.7)
+    (again,) = block_store.claim_jobs("w1", lease_seconds=30, limit=1)
+    assert (again.id, again.attempts) == (job.id, 2)
+
+
+def test_a_job_set_aside_as_failed_is_retried_only_when_asked(block_store: Store) -> None:
+    _queued(block_store, n=2)
+    first, second = block_store.claim_jobs("w1", lease_seconds=30, limit=2)
+    block_store.release_job(first, "w1", "broken turn", retry_in=None)
+    block_store.return_jobs([second], "w1")
+    assert block_store.count_jobs() == {
+        JobStatus.PENDING: 1,
+        JobStatus.RUNNING: 0,
+        JobStatus.FAILED: 1,
+    }
+    (failed,) = block_store.list_jobs(JobStatus.FAILED)
+    assert (failed.id, failed.last_error) == (first.id, "broken turn")
+    (returned,) = block_store.claim_jobs("w2", lease_seconds=30, limit=5)
+    assert (returned.id, returned.attempts) == (second.id, 1)  # giving back cost no attempt
+    assert block_store.retry_job(first.id) and not block_store.retry_job(first.id)
+    (retried,) = block_store.claim_jobs("w2", lease_seconds=30, limit=5)
+    assert (retried.id, retried.attempts) == (first.id, 1)
+
+
+def test_live_jobs_come_before_bulk_jobs_and_one_users_claim_stays_theirs(
+    block_store: Store,
+) -> None:
+    block_store.record_turns("ann", [_turn("import", "old")], bulk=True)
+    block_store.record_turns("bob", [_turn("live", "now")])
+    (live,) = block_store.claim_jobs("w1", lease_seconds=30, limit=1)
+    assert (live.user_id, live.bulk) == ("bob", False)
+    assert block_store.claim_jobs("w1", lease_seconds=30, limit=5, user_id="carol") == []
+    (bulk,) = block_store.claim_jobs("w1", lease_seconds=30, limit=5, user_id="ann")
+    assert (bulk.user_id, bulk.bulk) == ("ann", True)

@@ -414,13 +414,12 @@ def test_migration_3_gives_older_chunks_their_keywords(
     from memoro.history.chunking import chunk, turn_text
     from memoro.service import Memoro
     from memoro.settings import Settings
-    from memoro.store import migrations
     from memoro.store import postgres as backend
     from memoro.store.sqlite import SqliteStore
 
     admin, _ = postgres
     owner = pg.in_database(pg.as_role(admin, pg.OWNER_ROLE), _fresh_database(admin, "memoro_v2"))
-    backend._apply(owner, migrations.load("postgres")[:2])
+    backend.migrate(owner, upto=2)
     corpus = _corpus(11)
     with psycopg.connect(owner) as conn:
         for n, (user, conversation, question, answer) in enumerate(corpus, 1):
@@ -495,12 +494,11 @@ def test_an_empty_database_is_migrated_at_start_when_the_role_may(
 def test_a_database_with_an_older_schema_is_refused_until_migrated(
     postgres: tuple[str, str],
 ) -> None:
-    from memoro.store import migrations
     from memoro.store import postgres as backend
 
     admin, _ = postgres
     url = pg.in_database(pg.as_role(admin, pg.OWNER_ROLE), _fresh_database(admin, "memoro_old"))
-    backend._apply(url, migrations.load("postgres")[:2])
+    backend.migrate(url, upto=2)
     with pytest.raises(MigrationError, match=r"schema version 2 .* run `memoro migrate`"):
         PostgresStore(url)
     migrate(url)
@@ -508,7 +506,7 @@ def test_a_database_with_an_older_schema_is_refused_until_migrated(
 
 
 def test_a_local_postgresql_to_try_memoro_on(tmp_path: Path) -> None:
-    """`python -m memoro.store.local_postgres DIR` prints a URL memoro can
+    """`python -m memoro.store.postgres.local DIR` prints a URL memoro can
     use at once, keeps the data in DIR, and stops on SIGTERM."""
     import subprocess
     import sys
@@ -516,7 +514,7 @@ def test_a_local_postgresql_to_try_memoro_on(tmp_path: Path) -> None:
     from memoro.service import Memoro
     from memoro.settings import Settings
 
-    command = [sys.executable, "-m", "memoro.store.local_postgres", str(tmp_path / "pg")]
+    command = [sys.executable, "-m", "memoro.store.postgres.local", str(tmp_path / "pg")]
     for round_ in (1, 2):
         with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as proc:
             assert proc.stdout is not None
@@ -544,7 +542,7 @@ def test_a_database_restart_is_survived_and_an_outage_is_a_503(tmp_path: Path) -
     from memoro.errors import StoreError
     from memoro.service import Memoro
     from memoro.settings import Settings
-    from memoro.store import local_postgres
+    from memoro.store.postgres import local as local_postgres
     from memoro.web.security import AuthConfig
     from tests.web_server import SECRET, running
 

@@ -13,8 +13,8 @@ import psycopg
 
 from memoro.service import Memoro
 from memoro.settings import Settings
-from memoro.store import local_postgres
 from memoro.store.postgres import PostgresStore
+from memoro.store.postgres import local as local_postgres
 from memoro.testing import HashEmbedder
 
 GUIDE = Path(__file__).parent.parent / "docs" / "deploy.md"

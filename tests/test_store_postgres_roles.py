@@ -15,8 +15,8 @@ import pytest
 from memoro.errors import StoreError
 from memoro.service import Memoro
 from memoro.settings import Settings
-from memoro.store.local_postgres import APP_ROLE
 from memoro.store.postgres import PostgresStore
+from memoro.store.postgres.local import APP_ROLE
 from memoro.testing import HashEmbedder
 from tests import postgres as pg
 

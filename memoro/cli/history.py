@@ -18,7 +18,7 @@ from memoro.errors import InvalidInput
 from memoro.history.fusion import Mode
 from memoro.inputs import turn_time
 from memoro.models import JobStatus
-from memoro.service import Memoro
+from memoro.service import MAX_SEARCH_LIMIT, Memoro
 from memoro.tools import render_search
 
 TURN_FIELDS = ("conversation", "question", "answer", "at")
@@ -117,7 +117,9 @@ def turn_add(
 @cli.command("search")
 @user_option
 @click.argument("query")
-@click.option("--limit", "-n", default=5, show_default=True, type=click.IntRange(1, 50))
+@click.option(
+    "--limit", "-n", default=5, show_default=True, type=click.IntRange(1, MAX_SEARCH_LIMIT)
+)
 @click.option(
     "--mode",
     type=click.Choice([m.value for m in Mode]),

@@ -1,5 +1,9 @@
-"""The Store protocol: everything memoro keeps goes through it, so a backend
-(SQLite now, PostgreSQL later) can be swapped without changing a caller.
+"""The store contract: everything memoro keeps goes through it, so a backend
+(SQLite or PostgreSQL) can be swapped without changing a caller. It is
+declared as narrow protocols — the block, past conversations, search,
+embedding-model maintenance, the job queue and uploaded imports — that
+``Store`` combines; each backend class declares that it implements
+``Store``, so the type checker holds both backends to every method.
 
 A store holds no rules of its own except what must be atomic with storage:
 a block write or delete and its audit entry are one transaction; a turn
@@ -71,10 +75,8 @@ class SemanticScorer(Protocol):
         ...
 
 
-class Store(Protocol):
-    """Storage of every user's block, audit log, past turns and jobs."""
-
-    # -- the block (M) -----------------------------------------------------
+class BlockStore(Protocol):
+    """Every user's personal memory block and its audit log."""
 
     def read_block(self, user_id: str) -> StoredBlock | None:
         """The user's block, or ``None`` when nothing is remembered."""
@@ -88,7 +90,9 @@ class Store(Protocol):
         """The user's audit entries, newest first."""
         ...
 
-    # -- past conversations (C) --------------------------------------------
+
+class HistoryStore(Protocol):
+    """Every user's past turns, their conversations and their indexing."""
 
     def record_turns(
         self, user_id: str, turns: Sequence[NewTurn], *, bulk: bool = False
@@ -130,6 +134,10 @@ class Store(Protocol):
         """Physically delete a deleted conversation and finish ``job``."""
         ...
 
+
+class SearchIndex(Protocol):
+    """Search over one user's indexed chunks."""
+
     def keyword_search(self, user_id: str, text: str, limit: int) -> list[tuple[int, int, float]]:
         """Chunks matching words of ``text``: (chunk, turn, BM25), best first."""
         ...
@@ -150,6 +158,10 @@ class Store(Protocol):
     ) -> dict[int, tuple[int, str, datetime, str]]:
         """(turn, conversation, time, text) of each visible chunk."""
         ...
+
+
+class VectorMaintenance(Protocol):
+    """Vectors across users, for a change of embedding model (workers only)."""
 
     def vector_models(self) -> dict[str, int]:
         """How many stored vectors each embedding model made."""
@@ -175,7 +187,13 @@ class Store(Protocol):
         """Delete every vector not made by ``keep_model``; how many went."""
         ...
 
-    # -- the job queue -----------------------------------------------------
+
+class JobQueue(Protocol):
+    """The durable queue of background jobs, with leases."""
+
+    runs_jobs: bool
+    """Whether this connection may claim every user's jobs (on PostgreSQL, a
+    role that is not a member of memoro_worker sees no job)."""
 
     def listen_for_jobs(self, wake: Callable[[], None], stop: threading.Event) -> None:
         """Call ``wake`` whenever any process may have queued a job, until
@@ -220,7 +238,9 @@ class Store(Protocol):
         """Put a failed job back in the queue."""
         ...
 
-    # -- imports uploaded over HTTP -------------------------------------------
+
+class ImportStore(Protocol):
+    """Files uploaded for import, in parts, and each import's progress."""
 
     def create_upload(self, user_id: str, import_id: str, file_name: str, format: str) -> None:
         """Start an import whose file is on its way ("uploading")."""
@@ -269,6 +289,12 @@ class Store(Protocol):
         """Record how an import ended, delete its file's parts and finish
         ``job``, in one transaction."""
         ...
+
+
+class Store(
+    BlockStore, HistoryStore, SearchIndex, VectorMaintenance, JobQueue, ImportStore, Protocol
+):
+    """Storage of every user's block, audit log, past turns, jobs and imports."""
 
     def close(self) -> None:
         """Release connections; the store cannot be used afterwards."""

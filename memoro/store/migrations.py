@@ -1,15 +1,19 @@
 """A tiny runner for numbered SQL migrations (``sql/<dialect>/NNN_name.sql``).
 
-Each file is applied once, in order, in its own transaction together with the
+Each file is applied once, in order, in one transaction together with the
 row that records it. The runner is dialect-neutral; a backend passes in how to
-run a statement.
+run a script.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
+
+from memoro.errors import MigrationError
+from memoro.store.dialect import Conn, Dialect, utcnow
 
 _NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 
@@ -34,3 +38,30 @@ def load(dialect: str) -> list[Migration]:
     if versions != list(range(1, len(found) + 1)):
         raise RuntimeError(f"migrations for {dialect} are not numbered 1..n: {versions}")
     return found
+
+
+def apply(
+    conn: Conn,
+    dialect: Dialect,
+    run: Callable[[Migration], None],
+    where: str = "the database",
+    upto: int | None = None,
+) -> None:
+    """Apply, in the open transaction on ``conn``, every migration not yet
+    recorded (up to version ``upto``); ``run`` executes one script. A
+    database newer than this memoro is refused."""
+    known = load(dialect.name)
+    conn.execute(dialect.migrations_table)
+    applied = {r["version"] for r in conn.execute("SELECT version FROM schema_migrations")}
+    if applied and max(applied) > len(known):
+        raise MigrationError(
+            f"{where} has schema version {max(applied)}, newer than this memoro knows"
+            f" ({len(known)}); upgrade memoro"
+        )
+    for migration in known[:upto]:
+        if migration.version not in applied:
+            run(migration)
+            conn.execute(
+                "INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                (migration.version, migration.name, dialect.time(utcnow())),
+            )

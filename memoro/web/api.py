@@ -32,8 +32,8 @@ ID_SCHEMA: dict[str, Any] = {
     "pattern": inputs.ID_PATTERN,
 }
 ID_DOC = (
-    "A conversation id: 1–255 characters, not only whitespace, no control characters or"
-    " lone surrogates, not '.' or '..'."
+    f"A conversation id: 1–{inputs.ID_MAX} characters, not only whitespace, no control"
+    " characters or lone surrogates, not '.' or '..'."
 )
 VISIBLE = r"[^\s\x00-\x1f\x7f-\x9f]"
 

@@ -24,6 +24,7 @@ from starlette.routing import Match, Route
 
 from memoro import block, inputs
 from memoro.agent import Provider
+from memoro.auth import www_authenticate
 from memoro.errors import (
     BlockChanged,
     ConfigError,
@@ -45,7 +46,6 @@ from memoro.web.security import (
     BodyLimit,
     Forbidden,
     current_user,
-    www_authenticate,
 )
 
 HERE = Path(__file__).parent
@@ -126,7 +126,9 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
             extra["etag"] = block.etag(exc.current)
         response = _error(exc.code, str(exc), status, **extra)
         if status == 401:
-            response.headers["WWW-Authenticate"] = www_authenticate(request)
+            response.headers["WWW-Authenticate"] = www_authenticate(
+                request.headers, request.cookies
+            )
         return response
 
     @app.exception_handler(RequestValidationError)

@@ -19,9 +19,9 @@ from urllib.parse import parse_qs
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from memoro.auth import Claims
+from memoro.auth import SESSION_COOKIE, Claims, www_authenticate
 from memoro.errors import Unauthorized
-from memoro.web.security import SESSION_COOKIE, AuthConfig, check_origin, www_authenticate
+from memoro.web.security import AuthConfig, check_origin
 
 router = APIRouter(include_in_schema=False)
 TEMPLATE = Path(__file__).parent / "templates" / "login.html"
@@ -48,7 +48,7 @@ def not_signed_in(request: Request) -> HTMLResponse:
         "<p>Open this page through your application's link: it ends in"
         " <code>/login?token=…</code> with a short-lived user token.</p>",
         401,
-        {"WWW-Authenticate": www_authenticate(request)},
+        {"WWW-Authenticate": www_authenticate(request.headers, request.cookies)},
     )
 
 

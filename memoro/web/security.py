@@ -12,13 +12,12 @@ from urllib.parse import urlsplit
 
 from fastapi import Request
 
-from memoro.auth import Claims, Sessions, TokenVerifier
+from memoro.auth import SESSION_COOKIE, Claims, Sessions, TokenVerifier
 from memoro.errors import ConfigError, Unauthorized
 
 if TYPE_CHECKING:
     from memoro.settings import Settings
 
-SESSION_COOKIE = "memoro_session"
 CSRF_HEADER = "x-csrf-token"
 UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
@@ -94,13 +93,6 @@ def check_origin(request: Request) -> None:
         raise Forbidden("requests from other sites are refused")
     if request.headers.get("sec-fetch-site") in ("cross-site", "same-site"):
         raise Forbidden("requests from other sites are refused")
-
-
-def www_authenticate(request: Request) -> str:
-    """The WWW-Authenticate header of a 401 (RFC 6750), with ``invalid_token``
-    when the request carried a token or session that was not accepted."""
-    sent = "authorization" in request.headers or SESSION_COOKIE in request.cookies
-    return 'Bearer realm="memoro"' + (', error="invalid_token"' if sent else "")
 
 
 def current_user(request: Request) -> str:

@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
-from memoro.store.sqlite._db import Database
-from memoro.store.sqlite.blocks import Blocks
+from memoro.store.base import Store
+from memoro.store.blocks import SqlBlocks
+from memoro.store.sqlite._db import SQLITE, Database
 from memoro.store.sqlite.bm25 import KeywordIndex
 from memoro.store.sqlite.history import History
 from memoro.store.sqlite.jobs import Jobs
-from memoro.store.sqlite.uploads import Uploads
 from memoro.store.sqlite.vectors import VectorCache
+from memoro.store.uploads import SqlUploads
 
 
-class SqliteStore(Blocks, History, Jobs, Uploads):
+class SqliteStore(SqlBlocks, History, Jobs, SqlUploads, Store):
     """A Store on one SQLite file; safe to share between threads and with
-    other processes on the same file."""
+    other processes on the same file. One writer at a time (BEGIN
+    IMMEDIATE), so a write transaction needs no lock of its own."""
+
+    dialect = SQLITE
+    runs_jobs = True
 
     def __init__(self, path: str | Path) -> None:
         self.db = Database(path)
@@ -25,6 +33,19 @@ class SqliteStore(Blocks, History, Jobs, Uploads):
     @property
     def path(self) -> Path:
         return self.db.path
+
+    @contextmanager
+    def _read(self, user_id: str) -> Iterator[sqlite3.Connection]:
+        yield self.db.connect()
+
+    def _write(self, user_id: str) -> AbstractContextManager[sqlite3.Connection]:
+        return self.db.write()
+
+    def _queue(self, *, write: bool = True) -> AbstractContextManager[sqlite3.Connection]:
+        return self.db.write() if write else self._read("")
+
+    def _deleted(self, tables: Sequence[str]) -> None:
+        self.db.checkpoint()  # the deleted text leaves the WAL too
 
     def checkpoint(self) -> bool:
         """Move the WAL into the database file and truncate the WAL (done

@@ -4,16 +4,18 @@ and ``secure_delete`` so deleted text is overwritten in the file."""
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from memoro.errors import MigrationError, StoreError
 from memoro.store import migrations
+from memoro.store.dialect import Dialect
 
 log = logging.getLogger("memoro.store")
 
@@ -33,6 +35,27 @@ def iso(at: datetime) -> str:
     if at.tzinfo is None:
         at = at.replace(tzinfo=UTC)
     return at.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def _later(seconds: float) -> tuple[str, tuple[object, ...]]:
+    # one file on one machine: the process clock is the database's clock
+    return "?", (iso(datetime.now(UTC) + timedelta(seconds=seconds)),)
+
+
+def _read_json(value: str | bytes) -> object:
+    return json.loads(value)
+
+
+SQLITE = Dialect(
+    name="sqlite",
+    time=iso,
+    read_time=datetime.fromisoformat,
+    json=lambda value: json.dumps(value, ensure_ascii=False),
+    read_json=_read_json,
+    later=_later,
+    migrations_table="CREATE TABLE IF NOT EXISTS schema_migrations ("
+    " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
+)
 
 
 class Database:
@@ -102,27 +125,12 @@ class Database:
         self._local = threading.local()
 
     def _migrate(self) -> None:
-        known = migrations.load("sqlite")
+        def run(migration: migrations.Migration) -> None:
+            for statement in _statements(migration.sql):
+                conn.execute(statement)
+
         with self.write() as conn:
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-            )
-            applied = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
-            if applied and max(applied) > len(known):
-                raise MigrationError(
-                    f"{self.path} has schema version {max(applied)}, newer than this"
-                    f" memoro knows ({len(known)}); upgrade memoro"
-                )
-            for migration in known:
-                if migration.version in applied:
-                    continue
-                for statement in _statements(migration.sql):
-                    conn.execute(statement)
-                conn.execute(
-                    "INSERT INTO schema_migrations VALUES (?, ?, ?)",
-                    (migration.version, migration.name, now()),
-                )
+            migrations.apply(conn, SQLITE, run, where=str(self.path))
 
 
 def _statements(script: str) -> Iterator[str]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from memoro.history.terms import K1, B, ChunkTerms, Query
+from memoro.store.keywords import K1, B, ChunkTerms, Query
 from memoro.store.sqlite._db import Database
 
 MAX_CACHED_USERS = 64

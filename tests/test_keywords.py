@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memoro.history import terms
+from memoro.store import keywords as terms
 
 
 @given(st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=80))

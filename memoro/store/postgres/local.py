@@ -99,7 +99,7 @@ def running(data_dir: str | None = None) -> Iterator[LocalPostgres]:
 
 
 def main() -> None:
-    """``python -m memoro.store.local_postgres [DATA_DIR]``: run a local
+    """``python -m memoro.store.postgres.local [DATA_DIR]``: run a local
     PostgreSQL for memoro until Ctrl-C and print the URL to use."""
     import signal
     import sys

@@ -1,0 +1,187 @@
+"""The PostgreSQL backend: the same contract as SQLite, with row-level
+security as a second wall between users.
+
+Every transaction sets ``memoro.user_id`` (SET LOCAL) before it touches a
+user's rows, and every user-owned table has a forced policy on it, so a query
+that forgot its user filter still sees only that user's rows — and with no
+user set, none. memoro must connect as a role without BYPASSRLS (not a
+superuser).
+
+Needs ``pip install 'memoro[postgres]'`` (psycopg 3 with its pool).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from memoro.errors import ConfigError, MigrationError, StoreError
+
+try:
+    import psycopg
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
+except ImportError as exc:  # pragma: no cover - exercised without the extra
+    raise ConfigError("PostgreSQL needs: pip install 'memoro[postgres]'") from exc
+
+from memoro.store import migrations
+from memoro.store.base import Store
+from memoro.store.blocks import SqlBlocks
+from memoro.store.dialect import Conn
+from memoro.store.postgres._db import JOBS_CHANNEL, PG, PgConn, migrate
+from memoro.store.postgres.history import PgHistory
+from memoro.store.postgres.jobs import PgJobs
+from memoro.store.postgres.search import PgSearch
+from memoro.store.uploads import SqlUploads
+
+log = logging.getLogger("memoro.store")
+
+POOL_TIMEOUT = 10.0
+"""Seconds a request waits for a database connection before it fails."""
+
+
+class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, Store):
+    """The Store on PostgreSQL: a pool of connections, each transaction
+    scoped to one user by row-level security."""
+
+    dialect = PG
+
+    def __init__(
+        self, url: str, *, min_size: int = 1, max_size: int = 10, timeout: float = POOL_TIMEOUT
+    ) -> None:
+        self.url = url
+        try:
+            self.pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] = ConnectionPool(
+                url,
+                min_size=min_size,
+                max_size=max_size,
+                kwargs={"row_factory": dict_row, "autocommit": False},
+                # a connection broken by a database restart or failover is
+                # replaced before use, not handed to a request
+                check=ConnectionPool.check_connection,
+                timeout=timeout,
+                open=True,
+            )
+            self.pool.wait(timeout=30)
+            with self.pool.connection() as conn:
+                role = conn.execute(
+                    "SELECT rolname, rolsuper OR rolbypassrls AS bypass FROM pg_roles"
+                    " WHERE rolname = current_user"
+                ).fetchone()
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
+        self._check_schema()
+        with self.connection() as conn:
+            found = conn.execute("SELECT memoro_is_worker() AS worker").fetchone()
+        self.runs_jobs = bool(found and found["worker"])
+        """Whether this role may run the job queue and maintenance across
+        users (a member of memoro_worker, docs/deploy.md)."""
+        if role and role["bypass"]:
+            log.warning(
+                "memoro connects to PostgreSQL as %r, which bypasses row-level security:"
+                " the second wall between users is down; connect as a role without"
+                " SUPERUSER and BYPASSRLS (docs/deploy.md)",
+                role["rolname"],
+            )
+
+    def _check_schema(self) -> None:
+        """Migrate a database that has no memoro tables yet (when this role
+        may); refuse one whose schema is older or newer than this memoro."""
+        known = len(migrations.load("postgres"))
+        try:
+            with self.pool.connection() as conn:
+                present = conn.execute(
+                    "SELECT to_regclass('schema_migrations') IS NOT NULL AS present"
+                ).fetchone()
+                found = None
+                if present and present["present"]:
+                    found = conn.execute(
+                        "SELECT coalesce(max(version), 0) AS v FROM schema_migrations"
+                    ).fetchone()
+                version = found["v"] if found else None
+        except psycopg.Error as exc:
+            self.pool.close()
+            raise StoreError(f"cannot read memoro's schema version: {exc}") from exc
+        if version is None:
+            try:
+                migrate(self.url)
+            except MigrationError as exc:
+                self.pool.close()
+                raise MigrationError(
+                    "the database has no memoro tables and this role cannot create them:"
+                    f" run `memoro migrate` as the role that should own them ({exc})"
+                ) from exc
+        elif version != known:
+            self.pool.close()
+            raise MigrationError(
+                f"the database has schema version {version} and this memoro needs {known}: "
+                + (
+                    "run `memoro migrate` as the role that owns the tables"
+                    if version < known
+                    else "upgrade memoro"
+                )
+            )
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[dict[str, Any]]]:
+        """A pooled connection; an unreachable database is a StoreError
+        (HTTP 503, a one-line CLI error), never a driver traceback."""
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except psycopg.OperationalError as exc:
+            raise StoreError(f"PostgreSQL is unavailable: {exc}") from exc
+
+    @contextmanager
+    def transaction(self, user_id: str) -> Iterator[psycopg.Connection[dict[str, Any]]]:
+        """A transaction that sees only ``user_id``'s rows."""
+        with self.connection() as conn, conn.transaction():
+            conn.execute("SELECT set_config('memoro.user_id', %s, true)", (user_id,))
+            yield conn
+
+    @contextmanager
+    def _read(self, user_id: str) -> Iterator[Conn]:
+        with self.transaction(user_id) as conn:
+            yield PgConn(conn)
+
+    @contextmanager
+    def _write(self, user_id: str) -> Iterator[Conn]:
+        with self.transaction(user_id) as conn:
+            # serializes one user's writers, even while the rows do not exist
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (user_id,))
+            yield PgConn(conn)
+
+    @contextmanager
+    def _queue(self, *, write: bool = True) -> Iterator[Conn]:
+        with self.connection() as conn, conn.transaction():
+            yield PgConn(conn)
+
+    def _notify(self, conn: Conn) -> None:
+        conn.execute(f"NOTIFY {JOBS_CHANNEL}")  # delivered at commit, to every listener
+
+    def _deleted(self, tables: Sequence[str]) -> None:
+        self.vacuum(tables)
+
+    def vacuum(self, tables: Sequence[str]) -> None:
+        """VACUUM ``tables`` after a deletion, so that the deleted rows go from
+        pages and indexes now, not when autovacuum comes by. Their bytes
+        stay in the files until overwritten: docs/deploy.md says what remains
+        where and how an operator finishes the job. PostgreSQL skips, with a
+        warning, a table this role may not vacuum (it needs MAINTAIN, 17+)."""
+        try:
+            with self.connection() as conn:
+                conn.autocommit = True  # VACUUM cannot run in a transaction
+                try:
+                    conn.execute(f"VACUUM (SKIP_LOCKED) {', '.join(tables)}")
+                finally:
+                    conn.autocommit = False
+        except (psycopg.Error, StoreError) as exc:
+            log.warning("VACUUM after a deletion failed: %s", exc)
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+__all__ = ["PostgresStore", "migrate"]

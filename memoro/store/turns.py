@@ -1,0 +1,213 @@
+"""Recording, reading and indexing past turns, written once for both
+backends. A turn and its indexing job commit together, as do a turn's chunks
+and the end of its job; every query names its user and skips conversations
+the user deleted. How keyword terms and vectors are stored is per backend."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from memoro.errors import InvalidInput
+from memoro.models import Conversation, Job, NewTurn, RecordedTurn, Turn, preview
+from memoro.store import keywords
+from memoro.store.dialect import Conn, Dialect, utcnow
+from memoro.store.queue import SqlQueue, finish
+
+VISIBLE = (
+    " JOIN conversations cv ON cv.user_id = t.user_id AND cv.id = t.conversation_id"
+    " AND cv.deleted_at IS NULL"
+)
+"""Joined to ``turns t``: keeps only turns of conversations not deleted."""
+
+
+def turn_from_row(d: Dialect, row: Any) -> Turn:
+    return Turn(
+        id=row["id"],
+        user_id=row["user_id"],
+        conversation_id=row["conversation_id"],
+        seq=row["seq"],
+        question=row["question"],
+        answer=row["answer"],
+        at=d.read_time(row["at"]),
+        indexed=row["indexed_at"] is not None,
+        key=row["key"],
+    )
+
+
+class SqlTurns(SqlQueue):
+    """The turn-recording and conversation-reading methods of a store."""
+
+    def record_turns(
+        self, user_id: str, turns: Sequence[NewTurn], *, bulk: bool = False
+    ) -> list[RecordedTurn]:
+        with self._write(user_id) as conn:
+            return [self._record(conn, user_id, turn, bulk) for turn in turns]
+
+    def _record(self, conn: Conn, user_id: str, turn: NewTurn, bulk: bool) -> RecordedTurn:
+        d = self.dialect
+        if turn.key is not None:
+            row = conn.execute(
+                "SELECT id, conversation_id, seq FROM turns WHERE user_id = ? AND key = ?",
+                (user_id, turn.key),
+            ).fetchone()
+            if row is not None:
+                return RecordedTurn(row["id"], row["conversation_id"], row["seq"], False)
+        found = conn.execute(
+            "SELECT deleted_at, title FROM conversations WHERE user_id = ? AND id = ?",
+            (user_id, turn.conversation_id),
+        ).fetchone()
+        if found is None:
+            conn.execute(
+                "INSERT INTO conversations (user_id, id, created_at, title) VALUES (?, ?, ?, ?)",
+                (user_id, turn.conversation_id, d.time(utcnow()), turn.title),
+            )
+        elif found["deleted_at"] is not None:
+            raise InvalidInput(f"conversation {turn.conversation_id!r} was deleted")
+        elif turn.title is not None and turn.title != found["title"]:
+            conn.execute(
+                "UPDATE conversations SET title = ? WHERE user_id = ? AND id = ?",
+                (turn.title, user_id, turn.conversation_id),
+            )
+        seq = conn.execute(
+            "SELECT coalesce(max(seq), 0) + 1 AS n FROM turns"
+            " WHERE user_id = ? AND conversation_id = ?",
+            (user_id, turn.conversation_id),
+        ).fetchone()["n"]
+        turn_id = conn.execute(
+            "INSERT INTO turns (user_id, conversation_id, seq, question, answer, at, key)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            (
+                user_id,
+                turn.conversation_id,
+                seq,
+                turn.question,
+                turn.answer,
+                d.time(turn.at or utcnow()),
+                turn.key,
+            ),
+        ).fetchone()["id"]
+        self._enqueue(conn, "index_turn", user_id, {"turn_id": turn_id}, bulk)
+        return RecordedTurn(turn_id, turn.conversation_id, seq, True)
+
+    def get_turn(self, user_id: str, turn_id: int) -> Turn | None:
+        with self._read(user_id) as conn:
+            row = conn.execute(
+                "SELECT * FROM turns WHERE id = ? AND user_id = ?", (turn_id, user_id)
+            ).fetchone()
+        return turn_from_row(self.dialect, row) if row else None
+
+    def list_conversations(self, user_id: str) -> list[Conversation]:
+        d = self.dialect
+        with self._read(user_id) as conn:
+            rows = conn.execute(
+                "SELECT t.conversation_id, count(*) AS n, min(t.at) AS first, max(t.at) AS last,"
+                " min(cv.title) AS title, (SELECT substr(coalesce(nullif(f.question, ''),"
+                " f.answer), 1, 400) FROM turns f WHERE f.user_id = ?"
+                " AND f.conversation_id = t.conversation_id ORDER BY f.seq LIMIT 1) AS opening"
+                " FROM turns t" + VISIBLE + " WHERE t.user_id = ?"
+                " GROUP BY t.conversation_id ORDER BY last DESC, t.conversation_id",
+                (user_id, user_id),
+            ).fetchall()
+        return [
+            Conversation(
+                r["conversation_id"],
+                r["n"],
+                d.read_time(r["first"]),
+                d.read_time(r["last"]),
+                r["title"],
+                preview(r["opening"]),
+            )
+            for r in rows
+        ]
+
+    def conversation_turns(self, user_id: str, conversation_id: str) -> list[Turn]:
+        with self._read(user_id) as conn:
+            rows = conn.execute(
+                "SELECT t.* FROM turns t" + VISIBLE + " WHERE t.user_id = ?"
+                " AND t.conversation_id = ? ORDER BY t.seq",
+                (user_id, conversation_id),
+            ).fetchall()
+        return [turn_from_row(self.dialect, r) for r in rows]
+
+    # -- indexing ------------------------------------------------------------
+
+    def save_index(
+        self,
+        job: Job,
+        worker: str,
+        turn_id: int,
+        chunks: Sequence[str],
+        vectors: Sequence[npt.NDArray[np.float32]] | None,
+        model: str | None,
+    ) -> bool:
+        user_id = job.user_id
+        with self._write(user_id) as conn:
+            if not finish(conn, job, worker):
+                return False
+            row = conn.execute(
+                "SELECT t.indexed_at FROM turns t" + VISIBLE + " WHERE t.id = ? AND t.user_id = ?",
+                (turn_id, user_id),
+            ).fetchone()
+            if row is None or row["indexed_at"] is not None:
+                return True  # purged, deleted or already indexed: nothing to add
+            total = 0
+            for ordinal, text in enumerate(chunks):
+                found = keywords.chunk_terms(text)
+                total += found.length
+                chunk_id = conn.execute(
+                    "INSERT INTO chunks (turn_id, user_id, ordinal, text, terms, length)"
+                    " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                    (turn_id, user_id, ordinal, text, self._terms(found), found.length),
+                ).fetchone()["id"]
+                self._chunk_indexed(conn, user_id, chunk_id, found)
+                if vectors is not None and model is not None:
+                    self._insert_vectors(conn, chunk_id, user_id, model, vectors[ordinal])
+            conn.execute(
+                "UPDATE turns SET indexed_at = ? WHERE id = ?",
+                (self.dialect.time(utcnow()), turn_id),
+            )
+            self._turn_indexed(conn, user_id, len(chunks), total)
+        return True
+
+    def add_vectors(
+        self, model: str, user_id: str, vectors: dict[int, npt.NDArray[np.float32]]
+    ) -> None:
+        with self._write(user_id) as conn:
+            for chunk_id, windows in vectors.items():
+                if conn.execute(
+                    "SELECT 1 FROM chunks c JOIN turns t ON t.id = c.turn_id"
+                    + VISIBLE
+                    + " WHERE c.id = ? AND c.user_id = ?",
+                    (chunk_id, user_id),
+                ).fetchone():
+                    conn.execute(
+                        "DELETE FROM vectors WHERE chunk_id = ? AND model = ?", (chunk_id, model)
+                    )
+                    self._insert_vectors(conn, chunk_id, user_id, model, windows)
+            self._vectors_changed(conn, user_id)
+
+    @abc.abstractmethod
+    def _terms(self, found: keywords.ChunkTerms) -> object:
+        """A chunk's term ids as its ``terms`` column stores them."""
+
+    @abc.abstractmethod
+    def _insert_vectors(
+        self, conn: Conn, chunk_id: int, user_id: str, model: str, windows: npt.NDArray[np.float32]
+    ) -> None:
+        """Store a chunk's vectors from ``model``, one per window."""
+
+    def _chunk_indexed(
+        self, conn: Conn, user_id: str, chunk_id: int, found: keywords.ChunkTerms
+    ) -> None:
+        """A chunk was stored (a backend that keeps postings adds them)."""
+
+    def _turn_indexed(self, conn: Conn, user_id: str, chunks: int, length: int) -> None:
+        """A turn's ``chunks`` of ``length`` terms in all were stored."""
+
+    def _vectors_changed(self, conn: Conn, user_id: str) -> None:
+        """The user's vectors changed outside indexing (a new model's)."""
