@@ -27,11 +27,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from memoro.auth import www_authenticate
-from memoro.errors import KeysUnavailable, Unauthorized
+from memoro.envelope import error_body
+from memoro.errors import KeysUnavailable, Unauthorized, UnknownTool
 from memoro.inputs import clean_json_message
 from memoro.prompt import memory_section
 from memoro.service import Memoro
-from memoro.tools import TOOLS
+from memoro.tools import TOOLS, tool_named
 
 INSTRUCTIONS = """\
 memoro keeps a memory of the user. Load the resource memoro://memory (or the prompt \
@@ -85,15 +86,13 @@ class MemoroMCP(MCPServer):
             for t in TOOLS.values()
         ]
 
-    def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
-        tool = TOOLS.get(name)
-        return tool.parameters if tool else None
-
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult:
-        if name not in TOOLS:
-            raise ToolError(f"memoro has no tool named {name!r}")
+        try:
+            tool_named(name)
+        except UnknownTool as exc:
+            raise ToolError(str(exc)) from None
         user = self.user(context)
         result = await anyio.to_thread.run_sync(self.memoro.execute_tool, user, name, arguments)
         return CallToolResult(
@@ -181,12 +180,12 @@ class _Authenticated:
                 # checking a token may fetch an identity provider's keys: not on the loop
                 await anyio.to_thread.run_sync(self.user_of, Request(scope))
         except KeysUnavailable as exc:
-            body = {"error": {"code": exc.code, "message": str(exc)}}
+            body = error_body(exc.code, str(exc))
             await JSONResponse(body, status_code=503)(scope, receive, send)
             return
         except Unauthorized as exc:
             status = 403 if exc.code == "forbidden" else 401
-            body = {"error": {"code": exc.code, "message": str(exc)}}
+            body = error_body(exc.code, str(exc))
             headers = (
                 {
                     "WWW-Authenticate": www_authenticate(
@@ -199,9 +198,7 @@ class _Authenticated:
             await JSONResponse(body, status_code=status, headers=headers)(scope, receive, send)
             return
         if self.app is None:
-            await JSONResponse({"error": {"code": "starting", "message": "not ready"}}, 503)(
-                scope, receive, send
-            )
+            await JSONResponse(error_body("starting", "not ready"), 503)(scope, receive, send)
             return
         await self.app(scope, _clean_body(receive), send)
 

@@ -27,6 +27,7 @@ from memoro.models import (
     AuditRecord,
     Conversation,
     DeleteResult,
+    Job,
     JobStatus,
     NewTurn,
     Outcome,
@@ -293,6 +294,18 @@ class Memoro(Transfers):
         if deleted and self._threaded:
             self.worker.wake()
         return deleted
+
+    def jobs(self, status: JobStatus | None = None, *, limit: int = 100) -> list[Job]:
+        """Background jobs across users, oldest first (an operator's view)."""
+        return self.store.list_jobs(status, limit=limit)
+
+    def job_counts(self) -> dict[JobStatus, int]:
+        """How many jobs are pending, running and failed."""
+        return self.store.count_jobs()
+
+    def retry_job(self, job_id: int) -> bool:
+        """Queue a failed job again; False when there is no such failed job."""
+        return self.store.retry_job(job_id)
 
     def index_pending(self, progress: Callable[[int], None] | None = None) -> int:
         """Run due background jobs of every user in this thread until none

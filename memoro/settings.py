@@ -274,6 +274,17 @@ class Settings:
 
         return SqliteStore(self.database_path)
 
+    def migrate(self) -> bool:
+        """Create or upgrade memoro's tables in the PostgreSQL database these
+        settings name (as the role that should own them); False for SQLite,
+        which migrates itself when opened."""
+        if not self.database_url:
+            return False
+        from memoro.store.postgres import migrate
+
+        migrate(self.database_url)
+        return True
+
     @classmethod
     def from_env(
         cls,

@@ -10,7 +10,9 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memoro import block, inputs
 from memoro.errors import InvalidInput, UnknownTool
@@ -45,17 +47,13 @@ class _BadArguments(Exception):
 
 
 @dataclass(frozen=True)
-class Tool:
-    """One tool: its name, the description the model reads, the JSON Schema of
-    its arguments, and how to run it for a user."""
+class ToolSpec:
+    """A tool as a model sees it: name, description and the JSON Schema of
+    its arguments, in each provider's shape."""
 
     name: str
     description: str
     parameters: dict[str, Any]
-    run: Callable[[Memoro, str, dict[str, Any]], str]
-    without_user: str | None = None
-    """What the tool returns when the user could not be confirmed; ``None``
-    makes that an error."""
 
     def openai(self) -> dict[str, Any]:
         return {
@@ -71,13 +69,62 @@ class Tool:
         return {"name": self.name, "description": self.description, "input_schema": self.parameters}
 
 
-def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": False,
-    }
+class Arguments(BaseModel):
+    """A tool's arguments: the fields give the JSON Schema the model reads
+    and validate what it sends; ``problems`` says, per field, what a bad
+    value must be instead (the model reads it and tries again)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    problems: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def schema_for_models(cls) -> dict[str, Any]:
+        """The JSON Schema of the arguments, without pydantic's titles."""
+        schema = cls.model_json_schema()
+        properties = {
+            name: {k: v for k, v in field.items() if k != "title"}
+            for name, field in schema.get("properties", {}).items()
+        }
+        return {
+            "type": "object",
+            "properties": properties,
+            "required": schema.get("required", []),
+            "additionalProperties": False,
+        }
+
+
+Run = Callable[[Memoro, str, Any], str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tool(ToolSpec):
+    """One of memoro's tools: its spec, its arguments and how to run it for
+    a user."""
+
+    arguments: type[Arguments]
+    run: Run
+    without_user: str | None = None
+    """What the tool returns when the user could not be confirmed; ``None``
+    makes that an error."""
+
+
+def tool(
+    arguments: type[Arguments], description: str, *, without_user: str | None = None
+) -> Callable[[Run], Tool]:
+    """Make a typed function ``(memoro, user_id, arguments) -> text`` a Tool
+    named after it, its schema and validation from ``arguments``."""
+
+    def define(run: Run) -> Tool:
+        return Tool(
+            run.__name__,
+            description,
+            arguments.schema_for_models(),
+            arguments=arguments,
+            run=run,
+            without_user=without_user,
+        )
+
+    return define
 
 
 # -- rendering results as the text the model reads ---------------------------
@@ -181,19 +228,45 @@ def plural(n: int, word: str) -> str:
 # -- the tools ---------------------------------------------------------------
 
 
-def _memory_write(memoro: Memoro, user_id: str, args: dict[str, Any]) -> str:
-    text = args["block"]
-    if not isinstance(text, str):
-        raise _BadArguments("'block' must be a string: the whole new block")
-    return render_write(memoro.write_block(user_id, text, writer=Writer.MODEL))
+SEARCH_MAX = 20
+"""The most past turns one search returns to the model (fewer than the
+service allows, so results fit the model's context)."""
 
 
-def _memory_delete_all(memoro: Memoro, user_id: str, args: dict[str, Any]) -> str:
-    return render_delete(memoro.delete_block(user_id, writer=Writer.MODEL))
+class MemoryWrite(Arguments):
+    problems = {"block": "'block' must be a string: the whole new block"}
+
+    block: str = Field(description="The entire new personal memory block, as it should be stored.")
 
 
-MEMORY_WRITE = Tool(
-    name="memory_write",
+class MemoryDeleteAll(Arguments):
+    pass
+
+
+class ConversationSearch(Arguments):
+    problems = {
+        "query": "'query' must be a non-empty string",
+        "limit": f"'limit' must be a whole number from 1 to {SEARCH_MAX}",
+    }
+
+    query: str = Field(description="What to look for: words, an exact ID, or a description.")
+    limit: int = Field(
+        default=5,
+        ge=1,
+        le=SEARCH_MAX,
+        description=f"How many past turns to return (1–{SEARCH_MAX}, default 5).",
+    )
+
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, query: str) -> str:
+        if not query.strip():
+            raise ValueError("blank")
+        return query
+
+
+@tool(
+    MemoryWrite,
     description=f"""\
 Replace the user's personal memory block with the whole block you send. The block is shown \
 at the end of your system prompt on every turn of every conversation with this user; \
@@ -216,43 +289,24 @@ changes: merge or shorten lines and write again.
 
 The result lists the lines this write removed and added. Read the removed lines and make sure \
 each removal was intended.""",
-    parameters=_schema(
-        {
-            "block": {
-                "type": "string",
-                "description": "The entire new personal memory block, as it should be stored.",
-            }
-        },
-        ["block"],
-    ),
-    run=_memory_write,
 )
+def memory_write(memoro: Memoro, user_id: str, args: MemoryWrite) -> str:
+    return render_write(memoro.write_block(user_id, args.block, writer=Writer.MODEL))
 
 
-def _conversation_search(memoro: Memoro, user_id: str, args: dict[str, Any]) -> str:
-    query = args["query"]
-    limit = args.get("limit", 5)
-    if not isinstance(query, str) or not query.strip():
-        raise _BadArguments("'query' must be a non-empty string")
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= SEARCH_MAX:
-        raise _BadArguments(f"'limit' must be a whole number from 1 to {SEARCH_MAX}")
-    return render_search(query, memoro.search(user_id, query, limit=limit))
-
-
-SEARCH_MAX = 20
-
-MEMORY_DELETE_ALL = Tool(
-    name="memory_delete_all",
+@tool(
+    MemoryDeleteAll,
     description="""\
 Delete the user's whole personal memory block. Use it only when the user asks you to forget \
 everything about them. It cannot be undone. To remove or change some lines, use memory_write \
 with the lines that should stay.""",
-    parameters=_schema({}, []),
-    run=_memory_delete_all,
 )
+def memory_delete_all(memoro: Memoro, user_id: str, args: MemoryDeleteAll) -> str:
+    return render_delete(memoro.delete_block(user_id, writer=Writer.MODEL))
 
-CONVERSATION_SEARCH = Tool(
-    name="conversation_search",
+
+@tool(
+    ConversationSearch,
     description="""\
 Search this user's past conversations. Earlier conversations are not in your context; call \
 this when the user refers to something discussed before ("that query we wrote last time", \
@@ -261,25 +315,15 @@ guessing or asking again. Keyword and semantic search run together, so both exac
 (IDs, names, error messages) and paraphrases are found. Returns the best-matching past turns, \
 each with its conversation, time and text, best first. Only this user's conversations are \
 searched.""",
-    parameters=_schema(
-        {
-            "query": {
-                "type": "string",
-                "description": "What to look for: words, an exact ID, or a description.",
-            },
-            "limit": {
-                "type": "integer",
-                "description": f"How many past turns to return (1–{SEARCH_MAX}, default 5).",
-                "minimum": 1,
-                "maximum": SEARCH_MAX,
-                "default": 5,
-            },
-        },
-        ["query"],
-    ),
-    run=_conversation_search,
     without_user="No past conversations are available: the user could not be confirmed.",
 )
+def conversation_search(memoro: Memoro, user_id: str, args: ConversationSearch) -> str:
+    return render_search(args.query, memoro.search(user_id, args.query, limit=args.limit))
+
+
+MEMORY_WRITE = memory_write
+MEMORY_DELETE_ALL = memory_delete_all
+CONVERSATION_SEARCH = conversation_search
 
 TOOLS: dict[str, Tool] = {
     tool.name: tool for tool in (MEMORY_WRITE, MEMORY_DELETE_ALL, CONVERSATION_SEARCH)
@@ -296,7 +340,7 @@ def anthropic_tools() -> list[dict[str, Any]]:
     return [tool.anthropic() for tool in TOOLS.values()]
 
 
-def _arguments(tool: Tool, arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
+def _arguments(tool: Tool, arguments: Mapping[str, Any] | str | None) -> Arguments:
     if arguments is None or arguments == "":
         arguments = {}
     if isinstance(arguments, str):
@@ -307,18 +351,28 @@ def _arguments(tool: Tool, arguments: Mapping[str, Any] | str | None) -> dict[st
     if not isinstance(arguments, Mapping):
         raise _BadArguments("the arguments must be a JSON object")
     args: dict[str, Any] = inputs.clean_json(arguments)  # text as on every path
-    known = tool.parameters["properties"]
-    unknown = sorted(set(args) - set(known))
+    try:
+        return tool.arguments.model_validate(args)
+    except ValidationError as exc:
+        raise _BadArguments(_problem(tool, exc)) from None
+
+
+def _problem(tool: Tool, exc: ValidationError) -> str:
+    """The first thing wrong with the arguments, in words the model can act on."""
+    errors = exc.errors()
+    unknown = sorted(str(e["loc"][0]) for e in errors if e["type"] == "extra_forbidden")
     if unknown:
-        raise _BadArguments(
+        known = tool.parameters["properties"]
+        return (
             f"unknown argument(s) {', '.join(unknown)}; {tool.name} takes only"
             f" {', '.join(known) or 'no arguments'}. The user is always the one in this"
             " conversation and cannot be chosen"
         )
-    missing = [name for name in tool.parameters["required"] if name not in args]
+    missing = [str(e["loc"][0]) for e in errors if e["type"] == "missing"]
     if missing:
-        raise _BadArguments(f"missing argument(s): {', '.join(missing)}")
-    return args
+        return f"missing argument(s): {', '.join(missing)}"
+    name = str(errors[0]["loc"][0])
+    return tool.arguments.problems.get(name, f"{name!r}: {errors[0]['msg']}")
 
 
 def tool_named(name: str) -> Tool:
@@ -342,7 +396,6 @@ def execute(
             "Error: the user could not be confirmed, so nothing was changed.", is_error=True
         )
     try:
-        args = _arguments(tool, arguments)
-        return ToolResult(tool.run(memoro, user_id, args))
+        return ToolResult(tool.run(memoro, user_id, _arguments(tool, arguments)))
     except (_BadArguments, InvalidInput) as exc:
         return ToolResult(f"Error: {exc}. Nothing was changed.", is_error=True)

@@ -3,6 +3,7 @@ subprocess) and over streamable HTTP (a real socket)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -56,12 +57,7 @@ async def test_tools_are_listed_exactly_as_in_the_openai_and_anthropic_shapes(
 async def test_one_definition_changes_all_three_shapes(
     web_service: Memoro, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    changed = tools.Tool(
-        "memory_write",
-        "changed in one place",
-        tools.MEMORY_WRITE.parameters,
-        tools.MEMORY_WRITE.run,
-    )
+    changed = dataclasses.replace(tools.MEMORY_WRITE, description="changed in one place")
     monkeypatch.setitem(tools.TOOLS, "memory_write", changed)
     async with Client(MemoroMCP(web_service, user="ann")) as client:
         listed = {t.name: t for t in (await client.list_tools()).tools}

@@ -11,6 +11,7 @@ import pytest
 
 from memoro.errors import InvalidInput
 from memoro.models import AuditRecord, JobStatus, NewTurn, Operation, Writer
+from memoro.store import keywords
 from memoro.store.base import Store
 
 
@@ -219,3 +220,41 @@ def test_live_jobs_come_before_bulk_jobs_and_one_users_claim_stays_theirs(
     assert block_store.claim_jobs("w1", lease_seconds=30, limit=5, user_id="carol") == []
     (bulk,) = block_store.claim_jobs("w1", lease_seconds=30, limit=5, user_id="ann")
     assert (bulk.user_id, bulk.bulk) == ("ann", True)
+
+
+# -- keyword search --------------------------------------------------------
+
+
+def test_both_backends_score_keywords_by_the_one_bm25_formula(block_store: Store) -> None:
+    """C4: SQLite's NumPy index and PostgreSQL's SQL give every chunk the
+    score of ``keywords.bm25`` over the user's own statistics."""
+    texts = [
+        "The deploy of ZX-4471-QP failed on Tuesday",
+        "Tuesday lunch: noodles with the deploy team",
+        "a long chunk " + "about nothing in particular " * 12 + "deploy",
+        "nothing to see here",
+    ]
+    block_store.record_turns("bob", [_turn("other", "deploy deploy deploy")])
+    block_store.record_turns("ann", [_turn("c", f"question {i}") for i in range(len(texts))])
+    for job in block_store.claim_jobs("w", lease_seconds=30, limit=10):
+        turn_id = int(job.payload["turn_id"])  # type: ignore[call-overload]
+        text = texts[turn_id % len(texts)] if job.user_id == "ann" else "deploy deploy deploy"
+        assert block_store.save_index(job, "w", turn_id, [text], None, None)
+    stored = {
+        chunk: (text, found)
+        for chunk, (_, _, _, text) in block_store.chunk_hits("ann", list(range(1, 50))).items()
+        for found in [keywords.chunk_terms(text)]
+    }
+    assert sorted(text for text, _ in stored.values()) == sorted(texts)
+    avg = sum(found.length for _, found in stored.values()) / len(stored)
+    for question in ["deploy Tuesday", "ZX-4471-QP", "noodles deploy team", "particular"]:
+        wanted = keywords.query(question)
+        df = {t: sum(t in found.ids.tolist() for _, found in stored.values()) for t in wanted.terms}
+        hits = block_store.keyword_search("ann", question, 10)
+        assert hits, question
+        for chunk, _, score in hits:
+            expected = keywords.bm25(wanted, stored[chunk][1], df, len(stored), avg)
+            assert score == pytest.approx(expected, rel=1e-4), (question, stored[chunk][0])
+        assert len(hits) == sum(
+            keywords.bm25(wanted, found, df, len(stored), avg) > 0 for _, found in stored.values()
+        )

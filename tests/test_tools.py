@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -127,9 +128,7 @@ def test_t5_openai_and_anthropic_shapes_come_from_one_definition() -> None:
 
 
 def test_t5_changing_a_definition_changes_every_shape(monkeypatch: pytest.MonkeyPatch) -> None:
-    changed = tools.Tool(
-        "memory_write", "changed once", tools.MEMORY_WRITE.parameters, tools.MEMORY_WRITE.run
-    )
+    changed = dataclasses.replace(tools.MEMORY_WRITE, description="changed once")
     monkeypatch.setitem(tools.TOOLS, "memory_write", changed)
     assert tools.openai_tools()[0]["function"]["description"] == "changed once"
     assert tools.anthropic_tools()[0]["description"] == "changed once"
@@ -152,3 +151,23 @@ def test_each_tool_call_is_labelled_for_people_by_what_it_did(memoro: Memoro) ->
     assert label("conversation_search", {"query": "x"}) == (
         "Searched past conversations for 'x': nothing found"
     )
+
+
+def test_t5_the_schema_and_the_validation_come_from_one_typed_definition(memoro: Memoro) -> None:
+    """Each tool's JSON Schema is derived from its arguments model, and the
+    same model checks a call: what the schema forbids, the call refuses."""
+    search = tools.CONVERSATION_SEARCH
+    assert search.parameters == tools.ConversationSearch.schema_for_models()
+    limit = search.parameters["properties"]["limit"]
+    assert (limit["minimum"], limit["maximum"], limit["default"]) == (1, tools.SEARCH_MAX, 5)
+    for arguments, problem in [
+        ({"query": "x", "limit": tools.SEARCH_MAX + 1}, "'limit' must be a whole number"),
+        ({"query": "x", "limit": True}, "'limit' must be a whole number"),
+        ({"query": "x", "limit": "5"}, "'limit' must be a whole number"),
+        ({"query": 7}, "'query' must be a non-empty string"),
+        ({}, "missing argument(s): query"),
+        ({"query": "x", "user_id": "bob"}, "unknown argument(s) user_id"),
+    ]:
+        result = memoro.execute_tool("ann", "conversation_search", arguments)
+        assert result.is_error and problem in result.text, (arguments, result.text)
+    assert not memoro.execute_tool("ann", "conversation_search", {"query": "x"}).is_error

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memoro.agent.compaction import compact
-from memoro.agent.providers import Message, OnText, Provider, ToolCall, ToolSpec
+from memoro.agent.providers import Message, OnText, Provider, ToolCall
 from memoro.service import Memoro
-from memoro.tools import TOOLS
+from memoro.tools import TOOLS, ToolSpec
 
 MAX_TOOL_ROUNDS = 8
 CONTEXT_BUDGET_CHARS = 120_000
@@ -71,8 +71,7 @@ class Agent:
         self.history: list[Message] = []
 
     def tools(self) -> list[ToolSpec]:
-        specs = [ToolSpec(t.name, t.description, t.parameters) for t in TOOLS.values()]
-        return specs + [
+        return [*TOOLS.values()] + [
             ToolSpec(t.name, t.description, t.parameters) for t in self.host_tools.values()
         ]
 

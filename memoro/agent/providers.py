@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from memoro.errors import ConfigError
 from memoro.prompt import SystemPrompt
+from memoro.tools import ToolSpec
 
 Message = dict[str, Any]
 OnText = Callable[[str], None]
@@ -35,13 +36,6 @@ class ToolCall:
 class Reply:
     text: str
     tool_calls: list[ToolCall] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    name: str
-    description: str
-    parameters: dict[str, Any]
 
 
 class Provider(Protocol):
@@ -94,17 +88,7 @@ class OpenAIProvider:
         stream = self.client.chat.completions.create(
             model=self.model,
             messages=wire,  # type: ignore[arg-type]
-            tools=[
-                {
-                    "type": "function",
-                    "function": {
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters": t.parameters,
-                    },
-                }
-                for t in tools
-            ],
+            tools=[t.openai() for t in tools],  # type: ignore[misc]
             stream=True,
         )
         text: list[str] = []
@@ -178,10 +162,7 @@ class AnthropicProvider:
             max_tokens=self.max_tokens,
             system=system.anthropic(),  # type: ignore[arg-type]
             messages=_anthropic_messages(messages),  # type: ignore[arg-type]
-            tools=[
-                {"name": t.name, "description": t.description, "input_schema": t.parameters}
-                for t in tools
-            ],
+            tools=[t.anthropic() for t in tools],  # type: ignore[misc]
         ) as stream:
             for piece in stream.text_stream:
                 if on_text is not None:

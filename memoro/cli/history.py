@@ -235,11 +235,11 @@ def jobs(ctx: click.Context, failed: bool, limit: int, as_json: bool) -> None:
     if ctx.invoked_subcommand is not None:
         return
     memoro = open_memoro(ctx)
-    listed = memoro.store.list_jobs(JobStatus.FAILED if failed else None, limit=limit)
+    listed = memoro.jobs(JobStatus.FAILED if failed else None, limit=limit)
     if as_json:
         print_json([job.to_json() for job in listed])
         return
-    counts = memoro.store.count_jobs()
+    counts = memoro.job_counts()
     click.echo(", ".join(f"{n:,} {status.value}" for status, n in counts.items()))
     for job in listed:
         error = f"  error: {job.last_error}" if job.last_error else ""
@@ -260,7 +260,7 @@ def jobs(ctx: click.Context, failed: bool, limit: int, as_json: bool) -> None:
 @click.pass_context
 def jobs_retry(ctx: click.Context, job_id: int) -> None:
     """Put a failed job back in the queue."""
-    if not open_memoro(ctx).store.retry_job(job_id):
+    if not open_memoro(ctx).retry_job(job_id):
         raise click.ClickException(f"no failed job #{job_id}")
     click.echo(f"Job #{job_id} is queued again.")
 

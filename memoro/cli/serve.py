@@ -138,10 +138,7 @@ def migrate(ctx: click.Context) -> None:
     """Create or upgrade memoro's tables in MEMORO_DATABASE_URL (PostgreSQL;
     run it as the role that owns them). SQLite migrates itself on open."""
     settings: Settings = ctx.find_root().obj
-    if not settings.database_url:
+    if not settings.migrate():
         click.echo(f"SQLite migrates itself when opened: {settings.database_path}")
         return
-    from memoro.store.postgres import migrate as apply
-
-    apply(settings.database_url)
     click.echo("The PostgreSQL schema is up to date.")

@@ -1,5 +1,5 @@
 """Keyword terms, pure: what a chunk is indexed under and what a query looks
-for, for the in-memory BM25 index.
+for, for the BM25 index of either backend.
 
 Words are case-folded, stripped of accents, stemmed (Snowball English) and
 hashed to 64 bits; English stopwords are left out on both sides. Chinese,
@@ -12,6 +12,7 @@ digits are taken from it.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import unicodedata
 from collections import Counter
@@ -161,6 +162,31 @@ MAX_QUERY_TERMS = 64
 K1 = 1.2
 B = 0.75
 """BM25's parameters, the same on every backend."""
+
+
+def idf(chunks: int, containing: int) -> float:
+    """BM25's weight of a term found in ``containing`` of a user's ``chunks``."""
+    return math.log1p((chunks - containing + 0.5) / (containing + 0.5))
+
+
+def bm25(found: Query, chunk: ChunkTerms, df: dict[int, int], chunks: int, avg: float) -> float:
+    """The score both backends give ``chunk`` for a query (each in its own
+    code: NumPy over in-memory postings, SQL over postings rows; tests hold
+    both to this): BM25 over the user's own statistics — ``df`` chunks of
+    ``chunks`` hold each term, ``avg`` terms long on average — plus, for each
+    group whose terms are all in the chunk, the sum of their weights."""
+    counts = dict(zip(chunk.ids.tolist(), chunk.counts.tolist(), strict=True))
+    norm = K1 * (1 - B + B * chunk.length / max(avg, 1.0))
+    score = 0.0
+    for t in found.terms:
+        if t in counts:
+            score += idf(chunks, df[t]) * counts[t] * (K1 + 1) / (counts[t] + norm)
+    for group in found.groups:
+        if all(t in counts for t in group):
+            score += sum(idf(chunks, df[t]) for t in group)
+    return score
+
+
 _STEMMER = snowballstemmer.stemmer("english")
 
 
@@ -175,11 +201,6 @@ def _term(word: str) -> int:
     """The 64-bit id of a (folded) word after stemming."""
     digest = hashlib.blake2b(stem(word).encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(digest, "little") >> 1  # fits int64 too
-
-
-def stems(text: str) -> list[str]:
-    """The stems of ``text``'s words that are not stopwords, in order."""
-    return [stem(w) for w in words(text) if w not in STOPWORDS]
 
 
 def _fold(text: str) -> str:

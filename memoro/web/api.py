@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from memoro import block, inputs
+from memoro.envelope import error_body
 from memoro.models import PREVIEW_CHARS, Writer, block_json
 from memoro.prompt import SystemPrompt
 from memoro.service import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT, Memoro
@@ -397,4 +398,4 @@ def call_tool(name: str, body: ToolCallIn, user: User, memoro: Service) -> Any:
 
 
 def _not_found(message: str) -> JSONResponse:
-    return JSONResponse({"error": {"code": "not_found", "message": message}}, status_code=404)
+    return JSONResponse(error_body("not_found", message), status_code=404)

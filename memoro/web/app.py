@@ -22,9 +22,10 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Route
 
-from memoro import block, inputs
+from memoro import block
 from memoro.agent import Provider
 from memoro.auth import www_authenticate
+from memoro.envelope import error_body
 from memoro.errors import (
     BlockChanged,
     ConfigError,
@@ -65,8 +66,7 @@ STATUS = {
 
 def _error(code: str, message: str, status: int, **extra: Any) -> JSONResponse:
     # a message may quote what the client sent: keep it encodable
-    error = {"code": code, "message": inputs.clean_text(message), **extra}
-    return JSONResponse({"error": error}, status_code=status)
+    return JSONResponse(error_body(code, message, **extra), status_code=status)
 
 
 def block_rules_js() -> str:

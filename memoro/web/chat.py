@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memoro import inputs
 from memoro.agent import Agent, Provider, TurnResult
 from memoro.agent.loop import ToolEvent
+from memoro.envelope import error_body
 from memoro.errors import InvalidInput
 from memoro.tools import describe
 from memoro.turns import check_conversation
@@ -124,7 +125,7 @@ def chat(body: ChatIn, request: Request, user: User, memoro: Service) -> Any:
     agents: Agents | None = request.app.state.agents
     if agents is None:
         return JSONResponse(
-            {"error": {"code": "no_model", "message": "no chat model is configured (MEMORO_LLM)"}},
+            error_body("no_model", "no chat model is configured (MEMORO_LLM)"),
             status_code=503,
         )
     if len(body.message) > MAX_MESSAGE:
@@ -159,7 +160,7 @@ def _events(agent: Agent, message: str) -> Iterator[str]:
             events.put(("done", _out(agent, result).model_dump()))
         except Exception as exc:  # the model's API failed: say so in the stream
             log.warning("the chat model failed: %s", exc)
-            events.put(("error", {"error": {"code": "model_error", "message": str(exc)}}))
+            events.put(("error", error_body("model_error", str(exc))))
 
     threading.Thread(target=run, daemon=True).start()
     while True:

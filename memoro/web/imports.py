@@ -19,6 +19,7 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
+from memoro.envelope import error_body
 from memoro.errors import InvalidInput, TooLarge
 from memoro.imports import FORMATS
 from memoro.imports.upload import Upload
@@ -206,4 +207,4 @@ def export(user: User, memoro: Service) -> StreamingResponse:
 
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+    return JSONResponse(error_body(code, message), status_code=status)

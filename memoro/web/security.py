@@ -4,6 +4,7 @@ inert (CSP) and the request-size limit."""
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from urllib.parse import urlsplit
 from fastapi import Request
 
 from memoro.auth import SESSION_COOKIE, Claims, Sessions, TokenVerifier
+from memoro.envelope import error_body
 from memoro.errors import ConfigError, Unauthorized
 
 if TYPE_CHECKING:
@@ -184,7 +186,7 @@ def _streamed(scope: Scope) -> bool:
 
 
 async def _too_large(send: Send) -> None:
-    body = b'{"error": {"code": "too_large", "message": "the request body is larger than 4 MiB"}}'
+    body = json.dumps(error_body("too_large", "the request body is larger than 4 MiB")).encode()
     await send(
         {
             "type": "http.response.start",

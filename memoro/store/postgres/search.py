@@ -6,7 +6,6 @@ index can return too few or wrong rows."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
@@ -95,7 +94,7 @@ class PgSearch(SqlBackend):
             }
             if not df:
                 return []
-            idf = {t: math.log1p((n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+            idf = {t: keywords.idf(n, d) for t, d in df.items()}
             bonus: dict[int, float] = {}
             for group in query.groups:
                 if all(t in idf for t in group):

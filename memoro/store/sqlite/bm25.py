@@ -1,7 +1,7 @@
 """Keyword search on SQLite: BM25 over an in-memory inverted index per user.
 
 Each chunk's terms and counts are stored with it at indexing time
-(``memoro.history.terms``). On a user's first query they are loaded into
+(``memoro.store.keywords``). On a user's first query they are loaded into
 postings sorted by term (NumPy arrays); a query then costs only the postings
 of its own terms, scored with vectorized accumulation and cut to the top by
 ``argpartition`` — milliseconds at 100k chunks, where SQLite FTS5 has to
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from memoro.store import keywords
 from memoro.store.keywords import K1, B, ChunkTerms, Query
 from memoro.store.sqlite._db import Database
 
@@ -147,7 +148,7 @@ class KeywordIndex:
                 if not docs.size:
                     continue
                 tfs = np.concatenate([t for _, t in found])
-                idf[term] = float(np.log1p((n - docs.size + 0.5) / (docs.size + 0.5)))
+                idf[term] = keywords.idf(n, docs.size)
                 weight = idf[term] * tfs * (K1 + 1) / (tfs + norm[docs])
                 scores += np.bincount(docs, weights=weight, minlength=n).astype(np.float32)
             for group in query.groups:
