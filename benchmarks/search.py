@@ -33,7 +33,7 @@ from _backends import Backend, add_option, backend, specs
 
 from memoro import Memoro
 from memoro.history.embed import MODEL_IDS, LocalEmbedder
-from memoro.store import keywords as terms
+from memoro.store import keywords
 
 Floats = np.typing.NDArray[np.float32]
 
@@ -63,7 +63,7 @@ def vocabulary(n: int = 30_000) -> tuple[list[str], list[float]]:
     words, as in real text; the rest are made-up words."""
     rng = random.Random(1)
     letters = "abcdefghijklmnopqrstuvwxyz"
-    words = sorted(terms.STOPWORDS)
+    words = sorted(keywords.STOPWORDS)
     words += ["".join(rng.choice(letters) for _ in range(rng.randint(3, 10))) for _ in range(n)]
     weights = [1 / (rank + 1) for rank in range(len(words))]
     return words, weights

@@ -6,42 +6,44 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memoro.store import keywords as terms
+from memoro.store import keywords
 
 
 @given(st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=80))
 def test_any_text_is_a_valid_query_and_indexes(text: str) -> None:
-    terms.query(text)
-    found = terms.chunk_terms(text)
+    keywords.query(text)
+    found = keywords.chunk_terms(text)
     assert found.length == int(found.counts.sum())
-    assert terms.ChunkTerms.unpack(found.pack(), found.length).ids.tolist() == found.ids.tolist()
+    assert keywords.ChunkTerms.unpack(found.pack(), found.length).ids.tolist() == found.ids.tolist()
 
 
 def test_operators_quotes_and_sql_are_plain_words() -> None:
     for text in ['"near', "NEAR(a b)", "x* OR y", "'; DROP TABLE f; --", "(", "😀 🎉"]:
-        terms.query(text)
-    assert terms.query("NEAR(c d)").terms == terms.query("near c d").terms
+        keywords.query(text)
+    assert keywords.query("NEAR(c d)").terms == keywords.query("near c d").terms
 
 
 def test_words_are_folded_and_stemmed_the_same_on_both_sides() -> None:
-    doc = set(terms.chunk_terms("Zoë was RUNNING to the Café").ids.tolist())
-    assert set(terms.query("zoe runs cafe").terms) <= doc
+    doc = set(keywords.chunk_terms("Zoë was RUNNING to the Café").ids.tolist())
+    assert set(keywords.query("zoe runs cafe").terms) <= doc
 
 
 def test_cjk_characters_are_terms_and_a_run_is_a_group() -> None:
-    q = terms.query("東京")
+    q = keywords.query("東京")
     assert len(q.terms) == 2 and q.groups == (q.terms,)
-    doc = set(terms.chunk_terms("私は東京に住んでいます").ids.tolist())
+    doc = set(keywords.chunk_terms("私は東京に住んでいます").ids.tolist())
     assert set(q.terms) <= doc
-    assert set(terms.query("서울").terms) <= set(terms.chunk_terms("서울에서 만나요").ids.tolist())
+    assert set(keywords.query("서울").terms) <= set(
+        keywords.chunk_terms("서울에서 만나요").ids.tolist()
+    )
 
 
 def test_an_id_with_punctuation_is_a_group() -> None:
-    q = terms.query("ticket ZX-4471-QP?")
+    q = keywords.query("ticket ZX-4471-QP?")
     assert len(q.groups) == 1 and len(q.groups[0]) == 3
 
 
 def test_stopwords_are_not_terms() -> None:
-    assert terms.query("what is the").terms == ()
-    assert len(terms.query("what is the plan").terms) == 1
-    assert not terms.query("?!")
+    assert keywords.query("what is the").terms == ()
+    assert len(keywords.query("what is the plan").terms) == 1
+    assert not keywords.query("?!")
