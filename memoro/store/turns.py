@@ -168,8 +168,8 @@ class SqlTurns(SqlQueue):
                 if vectors is not None and model is not None:
                     self._insert_vectors(conn, chunk_id, user_id, model, vectors[ordinal])
             conn.execute(
-                "UPDATE turns SET indexed_at = ? WHERE id = ?",
-                (self.dialect.time(utcnow()), turn_id),
+                "UPDATE turns SET indexed_at = ? WHERE user_id = ? AND id = ?",
+                (self.dialect.time(utcnow()), user_id, turn_id),
             )
             self._turn_indexed(conn, user_id, len(chunks), total)
         return True
@@ -180,13 +180,15 @@ class SqlTurns(SqlQueue):
         with self._write(user_id) as conn:
             for chunk_id, windows in vectors.items():
                 if conn.execute(
-                    "SELECT 1 FROM chunks c JOIN turns t ON t.id = c.turn_id"
+                    "SELECT 1 FROM chunks c"
+                    " JOIN turns t ON t.user_id = c.user_id AND t.id = c.turn_id"
                     + VISIBLE
                     + " WHERE c.id = ? AND c.user_id = ?",
                     (chunk_id, user_id),
                 ).fetchone():
                     conn.execute(
-                        "DELETE FROM vectors WHERE chunk_id = ? AND model = ?", (chunk_id, model)
+                        "DELETE FROM vectors WHERE user_id = ? AND chunk_id = ? AND model = ?",
+                        (user_id, chunk_id, model),
                     )
                     self._insert_vectors(conn, chunk_id, user_id, model, windows)
             self._vectors_changed(conn, user_id)

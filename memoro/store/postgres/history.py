@@ -73,11 +73,12 @@ class PgHistory(SqlTurns):
             # and the user's keyword statistics shrink in the same statement
             conn.execute(
                 "WITH gone AS (SELECT c.id, c.terms, c.length FROM chunks c"
-                "  JOIN turns t ON t.id = c.turn_id"
+                "  JOIN turns t ON t.user_id = c.user_id AND t.id = c.turn_id"
                 "  WHERE t.user_id = %(user)s AND t.conversation_id = %(conversation)s),"
                 " p AS (DELETE FROM postings p USING (SELECT id, unnest(terms) AS term FROM gone) g"
                 "  WHERE p.user_id = %(user)s AND p.term = g.term AND p.chunk_id = g.id),"
-                " v AS (DELETE FROM vectors v USING gone WHERE v.chunk_id = gone.id)"
+                " v AS (DELETE FROM vectors v USING gone"
+                "  WHERE v.user_id = %(user)s AND v.chunk_id = gone.id)"
                 " UPDATE history_users h SET chunks = h.chunks - d.n, length = h.length - d.total"
                 " FROM (SELECT count(*) AS n, coalesce(sum(length), 0) AS total FROM gone) d"
                 " WHERE h.user_id = %(user)s",
@@ -96,13 +97,19 @@ class PgHistory(SqlTurns):
             ).fetchone()
             if row is None or row["deleted_at"] is None:
                 return True
-            mine = (job.user_id, conversation_id)
-            turn_ids = "SELECT id FROM turns WHERE user_id = %s AND conversation_id = %s"
-            chunk_ids = f"SELECT id FROM chunks WHERE turn_id IN ({turn_ids})"
-            conn.execute(f"DELETE FROM vectors WHERE chunk_id IN ({chunk_ids})", mine)
-            conn.execute(f"DELETE FROM chunks WHERE turn_id IN ({turn_ids})", mine)
-            conn.execute("DELETE FROM turns WHERE user_id = %s AND conversation_id = %s", mine)
-            conn.execute("DELETE FROM conversations WHERE user_id = %s AND id = %s", mine)
+            mine = {"user": job.user_id, "conversation": conversation_id}
+            turns = "turns WHERE user_id = %(user)s AND conversation_id = %(conversation)s"
+            chunks = f"chunks WHERE user_id = %(user)s AND turn_id IN (SELECT id FROM {turns})"
+            conn.execute(
+                "DELETE FROM vectors WHERE user_id = %(user)s"
+                f" AND chunk_id IN (SELECT id FROM {chunks})",
+                mine,
+            )
+            conn.execute(f"DELETE FROM {chunks}", mine)
+            conn.execute(f"DELETE FROM {turns}", mine)
+            conn.execute(
+                "DELETE FROM conversations WHERE user_id = %(user)s AND id = %(conversation)s", mine
+            )
         self._deleted(("conversations", "turns", "chunks", "vectors", "postings"))
         return True
 

@@ -149,7 +149,9 @@ class PgSearch(SqlBackend):
             wanted = sorted(set(ids) | {n for ns in neighbors.values() for n in ns})
             rows = conn.execute(
                 "SELECT c.id, c.turn_id FROM chunks c JOIN turns t"
-                " ON t.id = c.turn_id" + VISIBLE + " WHERE c.user_id = %s AND c.turn_id = ANY(%s)",
+                " ON t.user_id = c.user_id AND t.id = c.turn_id"
+                + VISIBLE
+                + " WHERE c.user_id = %s AND c.turn_id = ANY(%s)",
                 (user_id, wanted),
             ).fetchall()
         return neighbors, {r["id"]: r["turn_id"] for r in rows}
@@ -162,7 +164,7 @@ class PgSearch(SqlBackend):
         with self._read(user_id) as conn:
             rows = conn.execute(
                 "SELECT c.id, t.id AS turn_id, t.conversation_id, t.at, c.text"
-                " FROM chunks c JOIN turns t ON t.id = c.turn_id"
+                " FROM chunks c JOIN turns t ON t.user_id = c.user_id AND t.id = c.turn_id"
                 + VISIBLE
                 + " WHERE c.user_id = %s AND c.id = ANY(%s)",
                 (user_id, list(chunk_ids)),

@@ -142,21 +142,25 @@ class History(SqlTurns):
         return {model: n for model, n in rows}
 
     def chunks_missing_vectors(self, model: str, limit: int) -> list[tuple[int, str, str]]:
-        """Chunks with no vector from ``model``: (chunk, user, text)."""
+        """Visible chunks with no vector from ``model``: (chunk, user, text)."""
         rows = self.db.connect().execute(
-            "SELECT c.id, c.user_id, c.text FROM chunks c WHERE NOT EXISTS"
-            " (SELECT 1 FROM vectors v WHERE v.chunk_id = c.id AND v.model = ?)"
+            "SELECT c.id, c.user_id, c.text FROM chunks c"
+            " JOIN turns t ON t.user_id = c.user_id AND t.id = c.turn_id" + VISIBLE + " WHERE"
+            " NOT EXISTS (SELECT 1 FROM vectors v WHERE v.chunk_id = c.id AND v.model = ?)"
             " ORDER BY c.id LIMIT ?",
             (model, limit),
         )
         return [(r[0], r[1], r[2]) for r in rows]
 
     def count_chunks_missing_vectors(self, model: str) -> tuple[int, int]:
-        """(chunks without a vector from ``model``, all chunks)."""
+        """(visible chunks without a vector from ``model``, visible chunks)."""
+        visible = (
+            "FROM chunks c JOIN turns t ON t.user_id = c.user_id AND t.id = c.turn_id" + VISIBLE
+        )
         conn = self.db.connect()
-        total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        total = conn.execute(f"SELECT count(*) {visible}").fetchone()[0]
         missing = conn.execute(
-            "SELECT count(*) FROM chunks c WHERE NOT EXISTS"
+            f"SELECT count(*) {visible} WHERE NOT EXISTS"
             " (SELECT 1 FROM vectors v WHERE v.chunk_id = c.id AND v.model = ?)",
             (model,),
         ).fetchone()[0]
