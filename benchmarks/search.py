@@ -11,13 +11,14 @@ To reach 100k chunks in minutes, the scale part stores random unit vectors
 speed, not relevance; benchmarks/retrieval.py measures relevance. Text is
 drawn from a Zipf-distributed vocabulary, one chunk per turn.
 
-    python benchmarks/search.py [--sizes 1000,10000,100000] [--queries 200]
+    python benchmarks/search.py [--sizes 1000,10000,100000] [--queries 200] [--keep DIR]
     python benchmarks/search.py --database sqlite --database pgserver
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import platform
 import random
@@ -26,6 +27,8 @@ import statistics
 import tempfile
 import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -94,57 +97,103 @@ def database_mb(memoro: Memoro, home: str) -> float:
     return sum(f.stat().st_size for f in Path(home).glob("memoro.db*")) / 2**20
 
 
-Row = tuple[int, str, float, float, float, float | None, float]
+@dataclass
+class Row:
+    chunks: int
+    mode: str
+    median: float
+    p95: float
+    fill: float
+    """seconds spent filling up to this size in this run (0 when reused)"""
+    first: float
+    """ms of the first (cold) search: loading the user's indexes included"""
+    rss: float | None
+    """this process's resident MB after the searches (None on PostgreSQL)"""
+    peak: float | None
+    stored: float
 
 
-def scale(where: Backend, sizes: list[int], queries: int, local: LocalEmbedder) -> list[Row]:
-    """(chunks, mode, median ms, p95 ms, fill seconds, peak RSS MB, database
-    MB) rows."""
+def current_rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def fill(home: str, url: str | None, size: int) -> float:
+    """Give user "bench" of the database at ``home`` (or ``url``) ``size``
+    chunks; returns the seconds it took (run in a child process, so the
+    measuring process's peak memory is the search's alone)."""
+    words, weights = vocabulary()
+    filler = Memoro.open(
+        home, embedder=RandomVectors(), worker=False, database_url=fast_writes(url) if url else None
+    )
+    if url is None:
+        filler.store.db.connect().execute("PRAGMA synchronous = OFF")  # type: ignore[attr-defined]
+    have = sum(c.turns for c in filler.list_conversations("bench"))
+    rng = random.Random(have)
+    started = time.perf_counter()
+    for i in range(have, size):
+        filler.record_turn(
+            "bench", f"c{i // 20}", f"question {i}", text_of(rng, words, weights, 1500)
+        )
+        if i % 5000 == 4999:
+            filler.index_pending()
+    filler.index_pending()
+    filler.close()
+    return time.perf_counter() - started if have < size else 0.0
+
+
+def filled(home: str, url: str | None, size: int) -> float:
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=context) as pool:
+        return pool.submit(fill, home, url, size).result()
+
+
+def scale(
+    where: Backend, sizes: list[int], queries: int, local: LocalEmbedder, keep: Path | None
+) -> list[Row]:
+    """A row per size and mode. On SQLite each size has its own database
+    (under ``keep`` when given, reused by the next run), so the first search
+    of each size loads a cold user."""
     words, weights = vocabulary()
     rng = random.Random(3)
     rows: list[Row] = []
-    with tempfile.TemporaryDirectory() as home:
-        fill_url = fast_writes(where.url) if where.url else None
-        filler = Memoro.open(home, embedder=RandomVectors(), worker=False, database_url=fill_url)
-        searcher = Memoro.open(home, embedder=local, worker=False, database_url=where.url)
-        if where.url is None:
-            filler.store.db.connect().execute("PRAGMA synchronous = OFF")  # type: ignore[attr-defined]
-        have = 0
+    with tempfile.TemporaryDirectory() as scratch:
         for size in sizes:
-            started = time.perf_counter()
-            for i in range(have, size):
-                filler.record_turn(
-                    "bench", f"c{i // 20}", f"question {i}", text_of(rng, words, weights, 1500)
-                )
-            filler.index_pending()
-            have = size
-            load = time.perf_counter() - started
-            stored = database_mb(filler, home)
+            base = keep if keep is not None and where.url is None else Path(scratch)
+            home = base / (f"sqlite-{size}" if where.url is None else "postgresql")
+            load = filled(str(home), where.url, size)
+            searcher = Memoro.open(home, embedder=local, worker=False, database_url=where.url)
+            stored = database_mb(searcher, str(home))
             asked = [" ".join(rng.choices(words, weights, k=4)) for _ in range(queries)]
             for mode in ("hybrid", "keyword"):
-                searcher.search("bench", asked[0], limit=10, mode=mode)  # load the vectors
+                t0 = time.perf_counter()
+                searcher.search("bench", asked[0], limit=10, mode=mode)  # load the user
+                first = (time.perf_counter() - t0) * 1000
                 times = []
                 for q in asked:
                     t0 = time.perf_counter()
                     searcher.search("bench", q, limit=10, mode=mode)
                     times.append((time.perf_counter() - t0) * 1000)
                 # PostgreSQL keeps its index in the server; this process's
-                # peak would only repeat an earlier backend's
-                rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-                peak = None if where.url else rss
+                # memory would only repeat an earlier backend's
+                peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
                 rows.append(
-                    (
+                    Row(
                         size,
                         mode,
                         statistics.median(times),
                         percentile(times, 0.95),
                         load,
-                        peak,
+                        first,
+                        None if where.url else current_rss_mb(),
+                        None if where.url else peak,
                         stored,
                     )
                 )
-        filler.close()
-        searcher.close()
+            searcher.close()
     return rows
 
 
@@ -152,17 +201,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="keep the filled SQLite databases in DIR (one per size) and reuse them next time",
+    )
     add_option(parser)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
 
     local = LocalEmbedder()
     local.embed_query("warm up")
+    before = current_rss_mb()
     results = {}
     for spec in specs(args):
         with backend(spec) as where:
-            rows = scale(where, sizes, args.queries, local)
-            results[where.label] = rows
+            results[where.label] = scale(where, sizes, args.queries, local, args.keep)
 
     print("memoro search benchmark — one user, one 1,500-character chunk per turn")
     print(
@@ -173,24 +228,29 @@ def main() -> None:
     labels = list(results)
     print(
         "| chunks | mode | "
-        + " | ".join(f"{b} median ms | {b} p95 ms | {b} peak RSS MB" for b in labels)
+        + " | ".join(f"{b} median ms | {b} p95 ms | {b} first search ms" for b in labels)
         + " | "
         + " | ".join(f"{b} database MB" for b in labels)
         + " |"
     )
     print("|---:|---|" + "---:|" * (4 * len(labels)))
-    first = results[labels[0]]
-    for i, (size, mode, *_) in enumerate(first):
+    for i, row in enumerate(results[labels[0]]):
         cells = []
         for b in labels:
-            _, _, median, p95, _load, peak, _ = results[b][i]
-            cells += [f"{median:.2f}", f"{p95:.2f}", "—" if peak is None else f"{peak:,.0f}"]
-        cells += [f"{results[b][i][6]:,.0f}" for b in labels]
-        print(f"| {size:,} | {mode} | " + " | ".join(cells) + " |")
+            r = results[b][i]
+            cells += [f"{r.median:.2f}", f"{r.p95:.2f}", f"{r.first:,.0f}"]
+        cells += [f"{results[b][i].stored:,.0f}" for b in labels]
+        print(f"| {row.chunks:,} | {row.mode} | " + " | ".join(cells) + " |")
     print()
     for b in labels:
-        fill = sum(r[4] for r in results[b][::2])
-        print(f"{b}: filling {sizes[-1]:,} chunks with stand-in vectors took {fill:.0f} s")
+        for r in results[b]:
+            if r.rss is not None and r.mode == "keyword":
+                print(
+                    f"{b} {r.chunks:,} chunks: RSS {r.rss:,.0f} MB after searching"
+                    f" (peak {r.peak:,.0f} MB; {before:,.0f} MB with the model loaded, before)"
+                )
+        fill = sum(r.fill for r in results[b][::2])
+        print(f"{b}: filling with stand-in vectors took {fill:.0f} s in this run")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memoro.store.sqlite import cache
 from memoro.store.sqlite._db import Database
 from memoro.store.sqlite.blocks import Blocks
 from memoro.store.sqlite.bm25 import KeywordIndex
@@ -17,10 +18,11 @@ class SqliteStore(Blocks, History, Jobs, Uploads):
     """A Store on one SQLite file; safe to share between threads and with
     other processes on the same file."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, cache_mb: int = cache.DEFAULT_MB) -> None:
         self.db = Database(path)
-        self.vectors = VectorCache(self.db)
-        self.keywords = KeywordIndex(self.db)
+        self.budget = cache.Budget(cache_mb << 20)
+        self.vectors = VectorCache(self.db, self.budget)
+        self.keywords = KeywordIndex(self.db, self.budget)
 
     @property
     def path(self) -> Path:
