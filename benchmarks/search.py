@@ -37,6 +37,9 @@ from _backends import Backend, add_option, backend, specs
 from memoro import Memoro
 from memoro.history import terms
 from memoro.history.embed import MODEL_IDS, LocalEmbedder
+from memoro.history.search import CANDIDATES
+from memoro.store.sqlite import SqliteStore
+from memoro.store.sqlite.vectors import Quantized
 
 Floats = np.typing.NDArray[np.float32]
 
@@ -105,6 +108,9 @@ class Row:
     p95: float
     fill: float
     """seconds spent filling up to this size in this run (0 when reused)"""
+    recall: float | None
+    """recall@50 of the int8 first pass alone, and chunks re-ranked (SQLite)"""
+    reranked: float | None
     first: float
     """ms of the first (cold) search: loading the user's indexes included"""
     rss: float | None
@@ -143,6 +149,38 @@ def fill(home: str, url: str | None, size: int) -> float:
     filler.index_pending()
     filler.close()
     return time.perf_counter() - started if have < size else 0.0
+
+
+def first_pass(home: str, queries: list[Floats], k: int = 50) -> tuple[float, float]:
+    """Recall@k of the int8 scan alone against exact float32 search of the
+    same vectors, and how many chunks the top 200 re-ranked on average (in a
+    child process: it reads every vector as float32)."""
+    store = SqliteStore(Path(home) / "memoro.db")
+    rows = store.db.connect().execute(
+        "SELECT chunk_id, embedding FROM vectors WHERE user_id = 'bench' AND model = ?"
+        " ORDER BY chunk_id, id",
+        (RandomVectors.model_id,),
+    )
+    chunk_ids, blobs = zip(*rows, strict=True)
+    exact_rows = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), -1)
+    start = np.flatnonzero(np.diff(np.array(chunk_ids), prepend=-1))
+    coarse_rows = Quantized.of(exact_rows)
+    found, reranked = 0, []
+    for query in queries:
+        exact = np.maximum.reduceat(exact_rows @ query, start)
+        coarse = np.maximum.reduceat(coarse_rows.coarse_scores(query), start)
+        found += len(set(np.argsort(-exact)[:k]) & set(np.argsort(-coarse)[:k]))
+        scorer = store.semantic("bench", RandomVectors.model_id, query)
+        scorer.top(CANDIDATES)
+        reranked.append(scorer.reranked)
+    store.close()
+    return found / (k * len(queries)), statistics.mean(reranked)
+
+
+def measured(home: str, queries: list[Floats]) -> tuple[float, float]:
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=context) as pool:
+        return pool.submit(first_pass, home, queries).result()
 
 
 def filled(home: str, url: str | None, size: int) -> float:
@@ -187,6 +225,8 @@ def scale(
                         statistics.median(times),
                         percentile(times, 0.95),
                         load,
+                        None,
+                        None,
                         first,
                         None if where.url else current_rss_mb(),
                         None if where.url else peak,
@@ -194,6 +234,9 @@ def scale(
                     )
                 )
             searcher.close()
+            if where.url is None:
+                vectors = [local.embed_query(q) for q in asked[:50]]
+                rows[-1].recall, rows[-1].reranked = measured(str(home), vectors)
     return rows
 
 
@@ -238,7 +281,8 @@ def main() -> None:
         cells = []
         for b in labels:
             r = results[b][i]
-            cells += [f"{r.median:.2f}", f"{r.p95:.2f}", f"{r.first:,.0f}"]
+            first = f"{r.first:,.0f}" if r.mode == "hybrid" else "—"  # hybrid loaded the user
+            cells += [f"{r.median:.2f}", f"{r.p95:.2f}", first]
         cells += [f"{results[b][i].stored:,.0f}" for b in labels]
         print(f"| {row.chunks:,} | {row.mode} | " + " | ".join(cells) + " |")
     print()
@@ -247,7 +291,9 @@ def main() -> None:
             if r.rss is not None and r.mode == "keyword":
                 print(
                     f"{b} {r.chunks:,} chunks: RSS {r.rss:,.0f} MB after searching"
-                    f" (peak {r.peak:,.0f} MB; {before:,.0f} MB with the model loaded, before)"
+                    f" (peak {r.peak:,.0f} MB; {before:,.0f} MB with the model loaded, before);"
+                    f" int8 first pass recall@50 {r.recall:.4f}, top {CANDIDATES} re-ranked"
+                    f" {r.reranked:,.0f} chunks"
                 )
         fill = sum(r.fill for r in results[b][::2])
         print(f"{b}: filling with stand-in vectors took {fill:.0f} s in this run")

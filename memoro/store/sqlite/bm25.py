@@ -106,10 +106,12 @@ class _Postings:
             total += len(terms)
             part = (terms >> 59).astype(np.uint8)  # terms are 63-bit: 16 slices
             order = np.argsort(part, kind="stable")
-            bounds = np.searchsorted(part[order], np.arange(1, _PARTS))
-            for i, rows in enumerate(np.split(order, bounds)):
-                if rows.size:
-                    sliced[i].append((terms[rows], docs[rows], tfs[rows]))
+            bounds = np.append(np.searchsorted(part[order], np.arange(_PARTS + 1)), len(order))
+            terms, docs, tfs = terms[order], docs[order], tfs[order]
+            for i in range(_PARTS):
+                a, b = bounds[i], bounds[i + 1]
+                if b > a:
+                    sliced[i].append((terms[a:b], docs[a:b], tfs[a:b]))
         all_docs = np.empty(total, np.int32)
         all_tfs = np.empty(total, np.uint16)
         term_parts, start_parts = [], []

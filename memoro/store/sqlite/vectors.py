@@ -24,8 +24,11 @@ import numpy.typing as npt
 from memoro.store.sqlite._db import Database
 from memoro.store.sqlite.cache import Budget, give_back_memory, snapshot
 
-BLOCK_BYTES = 256 * 1024
-"""float32 rows converted at a time: small enough to stay in the CPU cache."""
+BLOCK_BYTES = 1 << 20
+"""float32 rows converted at a time: small enough to stay in the CPU cache,
+large enough that the Python loop over blocks costs little."""
+
+_blocks = threading.local()  # each thread's conversion buffer, reused
 
 _FETCH = 4096
 """Rows read from SQLite at a time while loading, to bound the load's peak."""
@@ -103,7 +106,9 @@ class Quantized:
         n, dim = self.coarse.shape
         out = np.empty(n, np.float32)
         step = max(1, BLOCK_BYTES // (4 * max(dim, 1)))
-        block = np.empty((step, dim), np.float32)
+        block: Floats | None = getattr(_blocks, "buffer", None)
+        if block is None or block.shape != (step, dim):
+            block = _blocks.buffer = np.empty((step, dim), np.float32)
         for start in range(0, n, step):
             part = self.coarse[start : start + step]
             rows = block[: len(part)]
@@ -165,6 +170,8 @@ class Scorer:
     def __init__(self, groups: _Groups | None, query: Floats) -> None:
         self._groups = groups
         self._query = query
+        self.reranked = 0
+        """How many chunks the last ``top`` scored finely (for measuring)."""
         self._fine: Floats | None = None  # by group, NaN until computed
         if groups is None:
             self._coarse = self._slack = np.zeros(0, np.float32)
@@ -183,6 +190,7 @@ class Scorer:
         low = self._coarse - self._slack
         floor = np.partition(low, n - k)[n - k]  # the k-th best lower bound
         maybe = np.flatnonzero(self._coarse + self._slack >= floor)
+        self.reranked = len(maybe)
         scores = self._fine_of(maybe)
         picked = np.argsort(-scores, kind="stable")[:k]
         groups = self._groups
