@@ -22,7 +22,7 @@ class SqliteStore(Blocks, History, Jobs, Uploads):
         self.db = Database(path)
         self.budget = cache.Budget(cache_mb << 20)
         self.vectors = VectorCache(self.db, self.budget)
-        self.keywords = KeywordIndex(self.db, self.budget)
+        self.keywords = KeywordIndex(self.db, self.budget, on_load=self.vectors.prefetch)
 
     @property
     def path(self) -> Path:

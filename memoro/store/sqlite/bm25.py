@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -61,28 +63,29 @@ def unpack(ids: list[bytes], counts: list[bytes], first_doc: int) -> Piece:
     the two halves of their packed ``ChunkTerms`` (SQL splits them, so each
     half of a batch is one ``frombuffer``)."""
     sizes = np.fromiter(map(len, counts), dtype=np.int64, count=len(counts)) // 4
-    terms = np.frombuffer(b"".join(ids), dtype="<i8").astype(np.int64)
+    terms = np.frombuffer(b"".join(ids), dtype="<i8").astype(np.int64, copy=False)
     tfs = np.minimum(np.frombuffer(b"".join(counts), dtype="<i4"), 0xFFFF).astype(np.uint16)
     docs = np.repeat(np.arange(first_doc, first_doc + len(counts), dtype=np.int32), sizes)
     return terms, docs, tfs
 
 
-def _term_order(terms: Ints) -> npt.NDArray[np.intp]:
-    """The order that sorts ``terms``: each posting's number rides in the
-    low 24 bits of its term's leading bits, so one in-place ``sort`` of
-    int64 (SIMD) does the work of a slower ``argsort``; two terms that share
-    those bits (rare) fall back to ``argsort``."""
+def _by_term(terms: Ints) -> tuple[npt.NDArray[np.intp], Ints]:
+    """The order that sorts ``terms``, and the sorted terms. Each posting's
+    number rides in the low 24 bits of its term's leading bits, so one
+    in-place ``sort`` of int64 (SIMD) does the work of a slower
+    ``argsort``; two terms that share those bits (rare) fall back to it."""
     n = len(terms)
-    if n >= 1 << 24:
-        return np.argsort(terms)
-    keys = (terms >> 24) << 24  # terms are 63-bit and >= 0: no overflow
-    keys |= np.arange(n, dtype=np.int64)
-    keys.sort()
-    keys &= (1 << 24) - 1
-    order = keys.astype(np.intp)
-    if n > 1 and not (np.diff(terms[order]) >= 0).all():
-        return np.argsort(terms)
-    return order
+    if n < 1 << 24:
+        keys = (terms >> 24) << 24  # terms are 63-bit and >= 0: no overflow
+        keys |= np.arange(n, dtype=np.int64)
+        keys.sort()
+        keys &= (1 << 24) - 1
+        order = keys.astype(np.intp, copy=False)
+        ordered = terms[order]
+        if (ordered[1:] >= ordered[:-1]).all():
+            return order, ordered
+    order = np.argsort(terms)
+    return order, terms[order]
 
 
 @dataclass
@@ -110,8 +113,8 @@ class _Postings:
             terms, docs, tfs = terms[order], docs[order], tfs[order]
             for i in range(_PARTS):
                 a, b = bounds[i], bounds[i + 1]
-                if b > a:
-                    sliced[i].append((terms[a:b], docs[a:b], tfs[a:b]))
+                if b > a:  # copies, so the piece is freed now
+                    sliced[i].append((terms[a:b].copy(), docs[a:b].copy(), tfs[a:b].copy()))
         all_docs = np.empty(total, np.int32)
         all_tfs = np.empty(total, np.uint16)
         term_parts, start_parts = [], []
@@ -120,13 +123,12 @@ class _Postings:
             if not sliced[i]:
                 continue
             terms = np.concatenate([p[0] for p in sliced[i]])
-            order = _term_order(terms)
+            order, terms = _by_term(terms)
             end = at + len(terms)
             np.take(np.concatenate([p[1] for p in sliced[i]]), order, out=all_docs[at:end])
             np.take(np.concatenate([p[2] for p in sliced[i]]), order, out=all_tfs[at:end])
-            terms = terms[order]
             sliced[i] = []
-            first = np.flatnonzero(np.diff(terms, prepend=terms[0] - 1))
+            first = np.flatnonzero(np.concatenate([[True], terms[1:] != terms[:-1]]))
             term_parts.append(terms[first])
             start_parts.append(first + at)
             at = end
@@ -164,6 +166,7 @@ class _UserIndex:
     a turn's conversation number and seq in one integer."""
 
     generation: int
+    loaded: bool = False
     max_chunk: int = 0
     chunk: Ints = field(default_factory=lambda: np.zeros(0, np.int64))
     turn: Ints = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -209,8 +212,10 @@ class _UserIndex:
         """Merge a grown tail into the main part and refresh statistics."""
         n = len(self.chunk)
         if n - self.merged > TAIL_LIMIT or (self.merged == 0 and n):
-            self.main = _Postings.build(self.main.pieces() + self.tail)
-            self.tail, self.tail_turn_docs, self.tail_place_turn = [], {}, {}
+            pieces, self.tail = self.main.pieces() + self.tail, []  # build frees them as it goes
+            self.main = _NO_POSTINGS
+            self.main = _Postings.build(pieces)
+            self.tail_turn_docs, self.tail_place_turn = {}, {}
             self.by_turn = np.argsort(self.turn, kind="stable").astype(np.int32)
             self.by_turn_key = self.turn[self.by_turn]
             self.by_place = np.argsort(self.place, kind="stable").astype(np.int32)
@@ -263,9 +268,17 @@ class _UserIndex:
 class KeywordIndex:
     """Per-user BM25 indexes, shared by all threads."""
 
-    def __init__(self, db: Database, budget: Budget) -> None:
+    def __init__(
+        self,
+        db: Database,
+        budget: Budget,
+        on_load: Callable[[str], Future[None] | None] | None = None,
+    ) -> None:
+        """``on_load(user_id)`` is called as a user's first load starts; the
+        load waits for the future it returns (work done alongside)."""
         self._db = db
         self._budget = budget
+        self._on_load = on_load
         self._users: dict[str, _UserIndex] = {}
         self._lock = threading.Lock()
 
@@ -340,7 +353,12 @@ class KeywordIndex:
                     self._users[user_id] = index
             with index.lock:
                 if index.max_chunk == 0:
+                    alongside = None
+                    if self._on_load is not None and not index.loaded:
+                        alongside = self._on_load(user_id)
                     self._load(conn, user_id, index)
+                    if alongside is not None:
+                        alongside.result()
                     give_back_memory()
                 else:
                     self._refresh(conn, user_id, index)
@@ -350,18 +368,23 @@ class KeywordIndex:
     @staticmethod
     def _load(conn: sqlite3.Connection, user_id: str, index: _UserIndex) -> None:
         """Read all of a user's visible chunks, in bulk."""
+        index.loaded = True
         hidden = {r[0] for r in conn.execute(_HIDDEN, (user_id,))}
+        rows = conn.execute(_TURNS, (user_id,)).fetchall()
+        turn_ids, conversation_ids, seqs = zip(*rows, strict=True) if rows else ((), (), ())
+        del rows
         conversations = index.conversations
-        turn_ids, places = [], []
-        for turn_id, conversation_id, seq in conn.execute(_TURNS, (user_id,)):
+        for conversation_id in dict.fromkeys(conversation_ids):
             if conversation_id not in hidden:
-                number = conversations.setdefault(conversation_id, len(conversations))
-                turn_ids.append(turn_id)
-                places.append(number << 32 | seq)
-        turn_sorted = np.asarray(turn_ids, dtype=np.int64)
+                conversations[conversation_id] = len(conversations)
+        numbers = np.fromiter(
+            (conversations.get(c, -1) for c in conversation_ids), np.int64, len(turn_ids)
+        )
+        shown = numbers >= 0
+        turn_sorted = np.fromiter(turn_ids, np.int64, len(turn_ids))[shown]
+        turn_place = (numbers << 32 | np.fromiter(seqs, np.int64, len(seqs)))[shown]
         order = np.argsort(turn_sorted)
-        turn_sorted = turn_sorted[order]
-        turn_place = np.asarray(places, dtype=np.int64)[order]
+        turn_sorted, turn_place = turn_sorted[order], turn_place[order]
         cursor = conn.execute(_CHUNKS, (user_id,))
         while rows := cursor.fetchmany(_FETCH):
             turn = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))

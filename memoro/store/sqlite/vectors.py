@@ -14,8 +14,10 @@ charged to the shared cache budget (``cache.py``)."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,6 +25,8 @@ import numpy.typing as npt
 
 from memoro.store.sqlite._db import Database
 from memoro.store.sqlite.cache import Budget, give_back_memory, snapshot
+
+log = logging.getLogger("memoro.store")
 
 BLOCK_BYTES = 1 << 20
 """float32 rows converted at a time: small enough to stay in the CPU cache,
@@ -74,17 +78,23 @@ class Quantized:
     @classmethod
     def of(cls, vectors: Floats) -> Quantized:
         vectors = vectors.astype(np.float32, copy=False)
-        top = np.abs(vectors).max(axis=1, initial=0.0)
-        scale = np.where(top > 0, top / 127, 1.0).astype(np.float32)
-        coarse = np.rint(vectors / scale[:, None]).astype(np.int8)
-        rest = vectors - coarse * scale[:, None]
-        error = np.sqrt(np.square(rest, dtype=np.float64).sum(axis=1)).astype(np.float32)
-        top_rest = np.abs(rest).max(axis=1, initial=0.0)
-        fine_scale = np.where(top_rest > 0, top_rest / 127, 1.0).astype(np.float32)
-        fine = np.rint(rest / fine_scale[:, None]).astype(np.int8)
-        # float32 rounding of the product above adds a little; say so
-        error = (error * 1.0001 + 1e-7).astype(np.float32)
-        return cls(coarse, fine, scale, fine_scale, error)
+        work = np.abs(vectors)
+        scale = work.max(axis=1, initial=0.0)
+        scale[scale == 0] = 127
+        scale /= 127
+        np.divide(vectors, scale[:, None], out=work)
+        np.rint(work, out=work)
+        coarse = work.astype(np.int8)
+        np.multiply(work, scale[:, None], out=work)
+        np.subtract(vectors, work, out=work)  # what rounding left
+        # the float32 arithmetic here adds a little to the bound; say so
+        error = np.sqrt(np.einsum("ij,ij->i", work, work)) * np.float32(1.0001) + np.float32(1e-7)
+        fine_scale = np.abs(work).max(axis=1, initial=0.0)
+        fine_scale[fine_scale == 0] = 127
+        fine_scale /= 127
+        np.divide(work, fine_scale[:, None], out=work)
+        fine = np.rint(work, out=work).astype(np.int8)
+        return cls(coarse, fine, scale, fine_scale, error.astype(np.float32))
 
     @classmethod
     def join(cls, parts: list[Quantized]) -> Quantized:
@@ -235,17 +245,49 @@ class VectorCache:
         self._budget = budget
         self._entries: dict[tuple[str, str], _UserVectors] = {}
         self._lock = threading.Lock()
+        self._model: str | None = None  # the last one searched
+        self._ahead: ThreadPoolExecutor | None = None
+        self._closed = False
 
     def scorer(self, user_id: str, model: str, query: npt.NDArray[np.float32]) -> Scorer:
+        self._model = model
+        return Scorer(self._ready(user_id, model), query.astype(np.float32))
+
+    def _ready(self, user_id: str, model: str) -> _Groups | None:
         entry = self._fresh(user_id, model)
         with entry.lock:
-            if entry.rows.coarse.shape[0] == 0:
-                return Scorer(None, query)
-            if entry.groups is None:
+            if entry.rows.coarse.shape[0] and entry.groups is None:
                 entry.groups = self._group(entry)
-            scorer = Scorer(entry.groups, query.astype(np.float32))
+            groups = entry.groups
         self._charge(user_id, model, entry)
-        return scorer
+        return groups
+
+    def prefetch(self, user_id: str) -> Future[None] | None:
+        """Load the user's vectors on this cache's own thread: the keyword
+        index calls this as it starts loading the same user and waits for
+        it when done, so on a first search the two loads overlap (SQLite and
+        NumPy release the GIL)."""
+        with self._lock:
+            if self._closed:
+                return None
+            if self._ahead is None:
+                self._ahead = ThreadPoolExecutor(1, thread_name_prefix="memoro-vectors")
+            return self._ahead.submit(self._prefetch, user_id)
+
+    def _prefetch(self, user_id: str) -> None:
+        try:
+            model = self._model
+            if model is None:  # no search yet: the model of the user's vectors
+                row = (
+                    self._db.connect()
+                    .execute("SELECT model FROM vectors WHERE user_id = ? LIMIT 1", (user_id,))
+                    .fetchone()
+                )
+                model = row[0] if row else None
+            if model is not None:
+                self._ready(user_id, model)
+        except Exception:  # the search itself loads again and reports
+            log.exception("loading the vectors of %s ahead of its search failed", user_id)
 
     def _fresh(self, user_id: str, model: str) -> _UserVectors:
         conn = self._db.connect()
@@ -271,7 +313,9 @@ class VectorCache:
                     parts.append(self._part(rows, hidden))
                 if parts:
                     self._append(entry, parts)
-                    if len(parts) > 1:
+                    many = len(parts) > 1
+                    del parts, rows  # the batches' arrays and rows, before trimming
+                    if many:
                         give_back_memory()
         return entry
 
@@ -332,6 +376,13 @@ class VectorCache:
         )
 
     def forget(self) -> None:
+        """Drop every entry and stop the prefetching thread (the store is
+        closing)."""
+        with self._lock:
+            self._closed = True
+            ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            ahead.shutdown()
         with self._lock:
             keys = list(self._entries)
             self._entries.clear()
