@@ -128,10 +128,11 @@ class Quantized:
         return out
 
     def fine_scores(self, rows: npt.NDArray[np.intp], query: Floats) -> Floats:
-        """The scores of ``rows`` from the vectors as stored, to ~1e-6."""
-        restored = self.coarse[rows] * self.scale[rows, None]
-        restored += self.fine[rows] * self.fine_scale[rows, None]
-        return np.asarray(restored.astype(np.float32) @ query, dtype=np.float32)
+        """The scores of ``rows`` from the vectors as stored (within 1e-5
+        of float32 vectors: measured 8e-6 at most on real ones)."""
+        coarse = self.coarse[rows].astype(np.float32) @ query
+        fine = self.fine[rows].astype(np.float32) @ query
+        return np.asarray(coarse * self.scale[rows] + fine * self.fine_scale[rows], np.float32)
 
 
 def _empty() -> Quantized:
@@ -203,11 +204,9 @@ class Scorer:
         self.reranked = len(maybe)
         scores = self._fine_of(maybe)
         picked = np.argsort(-scores, kind="stable")[:k]
-        groups = self._groups
-        return [
-            (int(groups.chunk[g]), int(groups.turn[g]), float(scores[i]))
-            for i, g in zip(picked, maybe[picked], strict=True)
-        ]
+        chosen = maybe[picked]
+        chunks, turns = self._groups.chunk[chosen].tolist(), self._groups.turn[chosen].tolist()
+        return list(zip(chunks, turns, scores[picked].tolist(), strict=True))
 
     def scores(self, chunk_ids: Iterable[int]) -> dict[int, float]:
         if self._groups is None:
@@ -217,7 +216,7 @@ class Scorer:
         at = np.minimum(np.searchsorted(chunks, wanted), len(chunks) - 1)
         found = chunks[at] == wanted
         scores = self._fine_of(at[found])
-        return {int(c): float(s) for c, s in zip(wanted[found], scores, strict=True)}
+        return dict(zip(wanted[found].tolist(), scores.tolist(), strict=True))
 
     def _fine_of(self, picked: npt.NDArray[np.intp]) -> Floats:
         """Fine scores of chunk groups (each computed once per query)."""
