@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -53,7 +54,8 @@ _NEW = (
 
 Ints = npt.NDArray[np.int64]
 Int32 = npt.NDArray[np.int32]
-Counts = npt.NDArray[np.uint16]
+Counts = npt.NDArray[np.unsignedinteger[Any]]
+"""Term counts: uint8 when every count of the postings fits, else uint16."""
 Piece = tuple[Ints, Int32, Counts]
 """Postings in no order: term, document index, count."""
 
@@ -116,7 +118,8 @@ class _Postings:
                 if b > a:  # copies, so the piece is freed now
                     sliced[i].append((terms[a:b].copy(), docs[a:b].copy(), tfs[a:b].copy()))
         all_docs = np.empty(total, np.int32)
-        all_tfs = np.empty(total, np.uint16)
+        small = all(p[2].max(initial=0) < 256 for part in sliced for p in part)
+        all_tfs: Counts = np.empty(total, np.uint8 if small else np.uint16)
         term_parts, start_parts = [], []
         at = 0
         for i in range(_PARTS):
@@ -126,7 +129,8 @@ class _Postings:
             order, terms = _by_term(terms)
             end = at + len(terms)
             np.take(np.concatenate([p[1] for p in sliced[i]]), order, out=all_docs[at:end])
-            np.take(np.concatenate([p[2] for p in sliced[i]]), order, out=all_tfs[at:end])
+            tfs = np.concatenate([p[2] for p in sliced[i]])
+            all_tfs[at:end] = tfs[order]
             sliced[i] = []
             first = np.flatnonzero(np.concatenate([[True], terms[1:] != terms[:-1]]))
             term_parts.append(terms[first])
