@@ -1,15 +1,22 @@
 """Speed of conversation search, on SQLite and PostgreSQL.
 
 For one user with 1k, 10k and 100k chunks it prints search latency (median,
-p95; hybrid includes embedding the query with the local model) and this
-process's peak memory. ``--database`` picks the backends (see
-benchmarks/_backends.py); given twice, the tables come side by side.
-Indexing throughput is benchmarks/index.py.
+p95; hybrid includes embedding the query with the local model), the first
+search's time (on SQLite it loads the user's in-memory indexes) and, on
+SQLite, this process's resident memory after searching and at its peak,
+the recall@50 of the int8 first pass alone against exact float32 search,
+and how many chunks the exact re-rank of the top 200 scored.
+``--database`` picks the backends (see benchmarks/_backends.py); given
+twice, the tables come side by side. Indexing throughput is
+benchmarks/index.py.
 
 To reach 100k chunks in minutes, the scale part stores random unit vectors
 (made by a stand-in embedder under the local model's id) — it measures
 speed, not relevance; benchmarks/retrieval.py measures relevance. Text is
-drawn from a Zipf-distributed vocabulary, one chunk per turn.
+drawn from a Zipf-distributed vocabulary, one chunk per turn. The filling
+runs in a child process, so the memory figures are the search's alone; on
+SQLite each size is a database of its own, kept with ``--keep DIR`` and
+reused by the next run (a 100k fill takes ~4 minutes).
 
     python benchmarks/search.py [--sizes 1000,10000,100000] [--queries 200] [--keep DIR]
     python benchmarks/search.py --database sqlite --database pgserver
