@@ -1,10 +1,10 @@
-"""What the SQLite backend's in-memory indexes share: the read snapshot
-they load in, and their byte budget. Every user's
-keyword postings and vectors are charged to one LRU of bytes
-(``MEMORO_CACHE_MB``). When a load or a refresh takes the total over the
-budget, the least recently searched entries are dropped; they are read from
-the database again on their user's next search. The entries themselves live
-in ``bm25.py`` and ``vectors.py``."""
+"""What the SQLite backend's in-memory indexes share: their byte budget,
+the read snapshot they load in, and handing freed heap back after a load.
+Every user's keyword postings and vectors are charged to one LRU of bytes
+(``MEMORO_CACHE_MB``); when a load or a refresh takes the total over it,
+the least recently searched entries are dropped and read from the database
+again on their user's next search. The entries themselves live in
+``bm25.py`` and ``vectors.py``."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 
 DEFAULT_MB = 256
-"""Enough for a user with 100k chunks (~110 MB) and a few hundred typical
-users (a few hundred KB each)."""
+"""Enough for a user with 100k chunks (~150 MB) and hundreds of typical
+users (a few hundred KB to a few MB each)."""
 
 
 class Budget:

@@ -7,7 +7,7 @@ The scan converts cache-sized blocks of the int8 matrix to float32 and
 scores them with BLAS; each vector's quantization error is known, so the
 chunks that can still be in the exact top k are exactly those whose upper
 bound reaches the k-th best lower bound. Those, and every chunk scored for
-fusion, get the fine score (int8 + residual: within ~1e-6 of float32). The
+fusion, get the fine score (int8 + residual: within 1e-5 of float32). The
 copy is refreshed incrementally when vectors are added and reloaded when
 any are removed or hidden (``history_state.removed_gen``); its bytes are
 charged to the shared cache budget (``cache.py``)."""
