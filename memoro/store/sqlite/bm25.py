@@ -118,6 +118,7 @@ class _Postings:
                 if b > a:  # copies, so the piece is freed now
                     sliced[i].append((terms[a:b].copy(), docs[a:b].copy(), tfs[a:b].copy()))
         all_docs = np.empty(total, np.int32)
+        give_back_memory()  # the pieces' heap, before the sorted copies grow
         small = all(p[2].max(initial=0) < 256 for part in sliced for p in part)
         all_tfs: Counts = np.empty(total, np.uint8 if small else np.uint16)
         term_parts, start_parts = [], []
@@ -132,6 +133,7 @@ class _Postings:
             tfs = np.concatenate([p[2] for p in sliced[i]])
             all_tfs[at:end] = tfs[order]
             sliced[i] = []
+            give_back_memory()
             first = np.flatnonzero(np.concatenate([[True], terms[1:] != terms[:-1]]))
             term_parts.append(terms[first])
             start_parts.append(first + at)
