@@ -1,23 +1,31 @@
 """Speed of conversation search, on SQLite and PostgreSQL.
 
 For one user with 1k, 10k and 100k chunks it prints search latency (median,
-p95; hybrid includes embedding the query with the local model) and this
-process's peak memory. ``--database`` picks the backends (see
-benchmarks/_backends.py); given twice, the tables come side by side.
-Indexing throughput is benchmarks/index.py.
+p95; hybrid includes embedding the query with the local model), the first
+search's time (on SQLite it loads the user's in-memory indexes) and, on
+SQLite, this process's resident memory after searching and at its peak,
+the recall@50 of the int8 first pass alone against exact float32 search,
+and how many chunks the exact re-rank of the top 200 scored.
+``--database`` picks the backends (see benchmarks/_backends.py); given
+twice, the tables come side by side. Indexing throughput is
+benchmarks/index.py.
 
 To reach 100k chunks in minutes, the scale part stores random unit vectors
 (made by a stand-in embedder under the local model's id) — it measures
 speed, not relevance; benchmarks/retrieval.py measures relevance. Text is
-drawn from a Zipf-distributed vocabulary, one chunk per turn.
+drawn from a Zipf-distributed vocabulary, one chunk per turn. The filling
+runs in a child process, so the memory figures are the search's alone; on
+SQLite each size is a database of its own, kept with ``--keep DIR`` and
+reused by the next run (a 100k fill takes ~4 minutes).
 
-    python benchmarks/search.py [--sizes 1000,10000,100000] [--queries 200]
+    python benchmarks/search.py [--sizes 1000,10000,100000] [--queries 200] [--keep DIR]
     python benchmarks/search.py --database sqlite --database pgserver
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import platform
 import random
@@ -26,6 +34,8 @@ import statistics
 import tempfile
 import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +43,10 @@ from _backends import Backend, add_option, backend, specs
 
 from memoro import Memoro
 from memoro.history.embed import MODEL_IDS, LocalEmbedder
+from memoro.history.search import CANDIDATES
 from memoro.store import keywords
+from memoro.store.sqlite import SqliteStore
+from memoro.store.sqlite.vectors import Quantized
 
 Floats = np.typing.NDArray[np.float32]
 
@@ -94,57 +107,143 @@ def database_mb(memoro: Memoro, home: str) -> float:
     return sum(f.stat().st_size for f in Path(home).glob("memoro.db*")) / 2**20
 
 
-Row = tuple[int, str, float, float, float, float | None, float]
+@dataclass
+class Row:
+    chunks: int
+    mode: str
+    median: float
+    p95: float
+    fill: float
+    """seconds spent filling up to this size in this run (0 when reused)"""
+    recall: float | None
+    """recall@50 of the int8 first pass alone, and chunks re-ranked (SQLite)"""
+    reranked: float | None
+    first: float
+    """ms of the first (cold) search: loading the user's indexes included"""
+    rss: float | None
+    """this process's resident MB after the searches (None on PostgreSQL)"""
+    peak: float | None
+    stored: float
 
 
-def scale(where: Backend, sizes: list[int], queries: int, local: LocalEmbedder) -> list[Row]:
-    """(chunks, mode, median ms, p95 ms, fill seconds, peak RSS MB, database
-    MB) rows."""
+def current_rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def fill(home: str, url: str | None, size: int) -> float:
+    """Give user "bench" of the database at ``home`` (or ``url``) ``size``
+    chunks; returns the seconds it took (run in a child process, so the
+    measuring process's peak memory is the search's alone)."""
+    words, weights = vocabulary()
+    filler = Memoro.open(
+        home, embedder=RandomVectors(), worker=False, database_url=fast_writes(url) if url else None
+    )
+    if url is None:
+        filler.store.db.connect().execute("PRAGMA synchronous = OFF")  # type: ignore[attr-defined]
+    have = sum(c.turns for c in filler.list_conversations("bench"))
+    rng = random.Random(have)
+    started = time.perf_counter()
+    for i in range(have, size):
+        filler.record_turn(
+            "bench", f"c{i // 20}", f"question {i}", text_of(rng, words, weights, 1500)
+        )
+        if i % 5000 == 4999:
+            filler.index_pending()
+    filler.index_pending()
+    filler.close()
+    return time.perf_counter() - started if have < size else 0.0
+
+
+def first_pass(home: str, queries: list[Floats], k: int = 50) -> tuple[float, float]:
+    """Recall@k of the int8 scan alone against exact float32 search of the
+    same vectors, and how many chunks the top 200 re-ranked on average (in a
+    child process: it reads every vector as float32)."""
+    store = SqliteStore(Path(home) / "memoro.db")
+    rows = store.db.connect().execute(
+        "SELECT chunk_id, embedding FROM vectors WHERE user_id = 'bench' AND model = ?"
+        " ORDER BY chunk_id, id",
+        (RandomVectors.model_id,),
+    )
+    chunk_ids, blobs = zip(*rows, strict=True)
+    exact_rows = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), -1)
+    start = np.flatnonzero(np.diff(np.array(chunk_ids), prepend=-1))
+    coarse_rows = Quantized.of(exact_rows)
+    found, reranked = 0, []
+    for query in queries:
+        exact = np.maximum.reduceat(exact_rows @ query, start)
+        coarse = np.maximum.reduceat(coarse_rows.coarse_scores(query), start)
+        found += len(set(np.argsort(-exact)[:k]) & set(np.argsort(-coarse)[:k]))
+        scorer = store.semantic("bench", RandomVectors.model_id, query)
+        scorer.top(CANDIDATES)
+        reranked.append(scorer.reranked)
+    store.close()
+    return found / (k * len(queries)), statistics.mean(reranked)
+
+
+def measured(home: str, queries: list[Floats]) -> tuple[float, float]:
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=context) as pool:
+        return pool.submit(first_pass, home, queries).result()
+
+
+def filled(home: str, url: str | None, size: int) -> float:
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=context) as pool:
+        return pool.submit(fill, home, url, size).result()
+
+
+def scale(
+    where: Backend, sizes: list[int], queries: int, local: LocalEmbedder, keep: Path | None
+) -> list[Row]:
+    """A row per size and mode. On SQLite each size has its own database
+    (under ``keep`` when given, reused by the next run), so the first search
+    of each size loads a cold user."""
     words, weights = vocabulary()
     rng = random.Random(3)
     rows: list[Row] = []
-    with tempfile.TemporaryDirectory() as home:
-        fill_url = fast_writes(where.url) if where.url else None
-        filler = Memoro.open(home, embedder=RandomVectors(), worker=False, database_url=fill_url)
-        searcher = Memoro.open(home, embedder=local, worker=False, database_url=where.url)
-        if where.url is None:
-            filler.store.db.connect().execute("PRAGMA synchronous = OFF")  # type: ignore[attr-defined]
-        have = 0
+    with tempfile.TemporaryDirectory() as scratch:
         for size in sizes:
-            started = time.perf_counter()
-            for i in range(have, size):
-                filler.record_turn(
-                    "bench", f"c{i // 20}", f"question {i}", text_of(rng, words, weights, 1500)
-                )
-            filler.index_pending()
-            have = size
-            load = time.perf_counter() - started
-            stored = database_mb(filler, home)
+            base = keep if keep is not None and where.url is None else Path(scratch)
+            home = base / (f"sqlite-{size}" if where.url is None else "postgresql")
+            load = filled(str(home), where.url, size)
+            searcher = Memoro.open(home, embedder=local, worker=False, database_url=where.url)
+            stored = database_mb(searcher, str(home))
             asked = [" ".join(rng.choices(words, weights, k=4)) for _ in range(queries)]
             for mode in ("hybrid", "keyword"):
-                searcher.search("bench", asked[0], limit=10, mode=mode)  # load the vectors
+                t0 = time.perf_counter()
+                searcher.search("bench", asked[0], limit=10, mode=mode)  # load the user
+                first = (time.perf_counter() - t0) * 1000
                 times = []
                 for q in asked:
                     t0 = time.perf_counter()
                     searcher.search("bench", q, limit=10, mode=mode)
                     times.append((time.perf_counter() - t0) * 1000)
                 # PostgreSQL keeps its index in the server; this process's
-                # peak would only repeat an earlier backend's
-                rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-                peak = None if where.url else rss
+                # memory would only repeat an earlier backend's
+                peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
                 rows.append(
-                    (
+                    Row(
                         size,
                         mode,
                         statistics.median(times),
                         percentile(times, 0.95),
                         load,
-                        peak,
+                        None,
+                        None,
+                        first,
+                        None if where.url else current_rss_mb(),
+                        None if where.url else peak,
                         stored,
                     )
                 )
-        filler.close()
-        searcher.close()
+            searcher.close()
+            if where.url is None:
+                vectors = [local.embed_query(q) for q in asked[:50]]
+                rows[-1].recall, rows[-1].reranked = measured(str(home), vectors)
     return rows
 
 
@@ -152,17 +251,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="keep the filled SQLite databases in DIR (one per size) and reuse them next time",
+    )
     add_option(parser)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
 
     local = LocalEmbedder()
     local.embed_query("warm up")
+    before = current_rss_mb()
     results = {}
     for spec in specs(args):
         with backend(spec) as where:
-            rows = scale(where, sizes, args.queries, local)
-            results[where.label] = rows
+            results[where.label] = scale(where, sizes, args.queries, local, args.keep)
 
     print("memoro search benchmark — one user, one 1,500-character chunk per turn")
     print(
@@ -173,24 +278,32 @@ def main() -> None:
     labels = list(results)
     print(
         "| chunks | mode | "
-        + " | ".join(f"{b} median ms | {b} p95 ms | {b} peak RSS MB" for b in labels)
+        + " | ".join(f"{b} median ms | {b} p95 ms | {b} first search ms" for b in labels)
         + " | "
         + " | ".join(f"{b} database MB" for b in labels)
         + " |"
     )
     print("|---:|---|" + "---:|" * (4 * len(labels)))
-    first = results[labels[0]]
-    for i, (size, mode, *_) in enumerate(first):
+    for i, row in enumerate(results[labels[0]]):
         cells = []
         for b in labels:
-            _, _, median, p95, _load, peak, _ = results[b][i]
-            cells += [f"{median:.2f}", f"{p95:.2f}", "—" if peak is None else f"{peak:,.0f}"]
-        cells += [f"{results[b][i][6]:,.0f}" for b in labels]
-        print(f"| {size:,} | {mode} | " + " | ".join(cells) + " |")
+            r = results[b][i]
+            first = f"{r.first:,.0f}" if r.mode == "hybrid" else "—"  # hybrid loaded the user
+            cells += [f"{r.median:.2f}", f"{r.p95:.2f}", first]
+        cells += [f"{results[b][i].stored:,.0f}" for b in labels]
+        print(f"| {row.chunks:,} | {row.mode} | " + " | ".join(cells) + " |")
     print()
     for b in labels:
-        fill = sum(r[4] for r in results[b][::2])
-        print(f"{b}: filling {sizes[-1]:,} chunks with stand-in vectors took {fill:.0f} s")
+        for r in results[b]:
+            if r.rss is not None and r.mode == "keyword":
+                print(
+                    f"{b} {r.chunks:,} chunks: RSS {r.rss:,.0f} MB after searching"
+                    f" (peak {r.peak:,.0f} MB; {before:,.0f} MB with the model loaded, before);"
+                    f" int8 first pass recall@50 {r.recall:.4f}, top {CANDIDATES} re-ranked"
+                    f" {r.reranked:,.0f} chunks"
+                )
+        fill = sum(r.fill for r in results[b][::2])
+        print(f"{b}: filling with stand-in vectors took {fill:.0f} s in this run")
 
 
 if __name__ == "__main__":

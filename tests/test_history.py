@@ -234,25 +234,6 @@ def test_an_import_key_makes_recording_idempotent(history: Memoro) -> None:
     assert history.pending_jobs() == 1
 
 
-def test_in_memory_indexes_keep_only_the_most_recent_users(
-    history: Memoro, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from memoro.store.sqlite import bm25, vectors
-
-    sqlite_only(history)
-    monkeypatch.setattr(bm25, "MAX_CACHED_USERS", 2)
-    monkeypatch.setattr(vectors, "MAX_CACHED_USERS", 2)
-    for user in ("u1", "u2", "u3"):
-        history.record_turn(user, "c", f"{user} likes herons", "ok")
-    history.index_pending()
-    for user in ("u1", "u2", "u3", "u1"):
-        (hit,) = history.search(user, "herons")
-        assert hit.text.startswith(user)
-    store = history.store
-    assert list(store.keywords._users) == ["u3", "u1"]  # type: ignore[attr-defined]
-    assert [u for u, _ in store.vectors._entries] == ["u3", "u1"]  # type: ignore[attr-defined]
-
-
 def test_c6_a_reindex_brings_no_deleted_conversation_back(history: Memoro) -> None:
     from memoro.testing import HashEmbedder
 

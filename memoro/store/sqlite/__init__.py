@@ -9,6 +9,7 @@ from pathlib import Path
 
 from memoro.store.base import Store
 from memoro.store.blocks import SqlBlocks
+from memoro.store.sqlite import cache
 from memoro.store.sqlite._db import SQLITE, Database
 from memoro.store.sqlite.bm25 import KeywordIndex
 from memoro.store.sqlite.history import History
@@ -25,10 +26,11 @@ class SqliteStore(SqlBlocks, History, Jobs, SqlUploads, Store):
     dialect = SQLITE
     runs_jobs = True
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, cache_mb: int = cache.DEFAULT_MB) -> None:
         self.db = Database(path)
-        self.vectors = VectorCache(self.db)
-        self.keywords = KeywordIndex(self.db)
+        self.budget = cache.Budget(cache_mb << 20)
+        self.vectors = VectorCache(self.db, self.budget)
+        self.keywords = KeywordIndex(self.db, self.budget, on_load=self.vectors.prefetch)
 
     @property
     def path(self) -> Path:

@@ -1,46 +1,94 @@
 """Keyword search on SQLite: BM25 over an in-memory inverted index per user.
 
 Each chunk's terms and counts are stored with it at indexing time
-(``memoro.store.keywords``). On a user's first query they are loaded into
-postings sorted by term (NumPy arrays); a query then costs only the postings
-of its own terms, scored with vectorized accumulation and cut to the top by
-``argpartition`` — milliseconds at 100k chunks, where SQLite FTS5 has to
-compute BM25 row by row for every chunk holding any query word.
+(``memoro.store.keywords``). On a user's first query they are read in bulk
+and sorted into postings by term (NumPy arrays: 6 bytes a posting); a query
+then costs only the postings of its own terms, scored with vectorized
+accumulation and cut to the top by ``argpartition`` — milliseconds at 100k
+chunks, where SQLite FTS5 has to compute BM25 row by row for every chunk
+holding any query word. Where each turn sits in its conversation is kept in
+sorted arrays too, for neighbour context without a query.
 
 Statistics (document frequency, average length) are the user's own. New
-chunks are appended to a small tail that is merged into the main postings
+chunks are appended to a small tail that is merged into the main arrays
 when it grows; a removal (deleted conversation, purge) reloads the user.
+The index's bytes are charged to the shared cache budget (``cache.py``).
 """
 
 from __future__ import annotations
 
+import sqlite3
 import threading
-from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from memoro.store import keywords
-from memoro.store.keywords import K1, B, ChunkTerms, Query
+from memoro.store.keywords import K1, B, Query
 from memoro.store.sqlite._db import Database
-
-MAX_CACHED_USERS = 64
-"""Users whose postings stay in memory; the least recently searched goes first."""
+from memoro.store.sqlite.cache import Budget, give_back_memory, snapshot
 
 TAIL_LIMIT = 2000
+_FETCH = 4096
+_PARTS = 16
+"""Postings are sorted in this many slices of the term space, to keep the
+sort's working memory small."""
 
-_SELECT = (
-    "SELECT c.id, c.turn_id, c.terms, c.length, t.conversation_id, t.seq FROM chunks c"
+# a first load reads the user's turns and chunks without joins (deleted
+# conversations are left out by id); a refresh walks only the newest ids
+# (+c.user_id keeps the planner on the id range instead of the whole user)
+_TURNS = "SELECT id, conversation_id, seq FROM turns WHERE user_id = ?"
+_HIDDEN = "SELECT id FROM conversations WHERE user_id = ? AND deleted_at IS NOT NULL"
+# terms hold 8-byte ids, then 4-byte counts: SQL hands the two halves apart
+_SPLIT = "substr(terms, 1, length(terms) / 3 * 2), substr(terms, length(terms) / 3 * 2 + 1)"
+_CHUNKS = f"SELECT id, turn_id, {_SPLIT}, length FROM chunks WHERE user_id = ?"
+_NEW = (
+    f"SELECT c.id, c.turn_id, {_SPLIT}, c.length, t.conversation_id, t.seq FROM chunks c"
     " JOIN turns t ON t.id = c.turn_id"
     " JOIN conversations cv ON cv.user_id = t.user_id AND cv.id = t.conversation_id"
+    " WHERE c.id > ? AND +c.user_id = ? AND cv.deleted_at IS NULL"
 )
-# a first load walks the user's chunks; a refresh walks only the newest ids
-# (+c.user_id keeps the planner on the id range instead of the whole user)
-_LOAD_ALL = _SELECT + " WHERE c.user_id = ? AND cv.deleted_at IS NULL ORDER BY c.id"
-_LOAD_NEW = _SELECT + " WHERE c.id > ? AND +c.user_id = ? AND cv.deleted_at IS NULL ORDER BY c.id"
 
 Ints = npt.NDArray[np.int64]
+Int32 = npt.NDArray[np.int32]
+Counts = npt.NDArray[np.unsignedinteger[Any]]
+"""Term counts: uint8 when every count of the postings fits, else uint16."""
+Piece = tuple[Ints, Int32, Counts]
+"""Postings in no order: term, document index, count."""
+
+
+def unpack(ids: list[bytes], counts: list[bytes], first_doc: int) -> Piece:
+    """The postings of documents ``first_doc``, ``first_doc + 1``… from
+    the two halves of their packed ``ChunkTerms`` (SQL splits them, so each
+    half of a batch is one ``frombuffer``)."""
+    sizes = np.fromiter(map(len, counts), dtype=np.int64, count=len(counts)) // 4
+    terms = np.frombuffer(b"".join(ids), dtype="<i8").astype(np.int64, copy=False)
+    tfs = np.minimum(np.frombuffer(b"".join(counts), dtype="<i4"), 0xFFFF).astype(np.uint16)
+    docs = np.repeat(np.arange(first_doc, first_doc + len(counts), dtype=np.int32), sizes)
+    return terms, docs, tfs
+
+
+def _by_term(terms: Ints) -> tuple[npt.NDArray[np.intp], Ints]:
+    """The order that sorts ``terms``, and the sorted terms. Each posting's
+    number rides in the low 24 bits of its term's leading bits, so one
+    in-place ``sort`` of int64 (SIMD) does the work of a slower
+    ``argsort``; two terms that share those bits (rare) fall back to it."""
+    n = len(terms)
+    if n < 1 << 24:
+        keys = (terms >> 24) << 24  # terms are 63-bit and >= 0: no overflow
+        keys |= np.arange(n, dtype=np.int64)
+        keys.sort()
+        keys &= (1 << 24) - 1
+        order = keys.astype(np.intp, copy=False)
+        ordered = terms[order]
+        if (ordered[1:] >= ordered[:-1]).all():
+            return order, ordered
+    order = np.argsort(terms)
+    return order, terms[order]
 
 
 @dataclass
@@ -50,83 +98,195 @@ class _Postings:
 
     terms: Ints
     starts: Ints
-    docs: npt.NDArray[np.int32]
-    tfs: npt.NDArray[np.float32]
+    docs: Int32
+    tfs: Counts
 
     @classmethod
-    def build(cls, parts: list[tuple[int, ChunkTerms]], base: _Postings | None = None) -> _Postings:
-        """Postings of ``parts`` (document index, terms), merged into ``base``."""
-        term_ids = [t.ids for _, t in parts]
-        docs = [np.full(len(t.ids), d, np.int32) for d, t in parts]
-        tfs = [t.counts.astype(np.float32) for _, t in parts]
-        if base is not None and base.docs.size:
-            term_ids.append(np.repeat(base.terms, np.diff(base.starts)))
-            docs.append(base.docs)
-            tfs.append(base.tfs)
-        if not term_ids:
-            empty = np.zeros(0, np.int64)
-            return cls(empty, np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
-        return cls._sorted(np.concatenate(term_ids), np.concatenate(docs), np.concatenate(tfs))
+    def build(cls, pieces: list[Piece]) -> _Postings:
+        """Postings of ``pieces``, sorted one slice of the term space at a
+        time (terms are hashes, so the slices are even)."""
+        sliced: list[list[Piece]] = [[] for _ in range(_PARTS)]
+        total = 0
+        while pieces:
+            terms, docs, tfs = pieces.pop()
+            total += len(terms)
+            part = (terms >> 59).astype(np.uint8)  # terms are 63-bit: 16 slices
+            order = np.argsort(part, kind="stable")
+            bounds = np.append(np.searchsorted(part[order], np.arange(_PARTS + 1)), len(order))
+            terms, docs, tfs = terms[order], docs[order], tfs[order]
+            for i in range(_PARTS):
+                a, b = bounds[i], bounds[i + 1]
+                if b > a:  # copies, so the piece is freed now
+                    sliced[i].append((terms[a:b].copy(), docs[a:b].copy(), tfs[a:b].copy()))
+        all_docs = np.empty(total, np.int32)
+        give_back_memory()  # the pieces' heap, before the sorted copies grow
+        small = all(p[2].max(initial=0) < 256 for part in sliced for p in part)
+        all_tfs: Counts = np.empty(total, np.uint8 if small else np.uint16)
+        term_parts, start_parts = [], []
+        at = 0
+        for i in range(_PARTS):
+            if not sliced[i]:
+                continue
+            terms = np.concatenate([p[0] for p in sliced[i]])
+            order, terms = _by_term(terms)
+            end = at + len(terms)
+            np.take(np.concatenate([p[1] for p in sliced[i]]), order, out=all_docs[at:end])
+            tfs = np.concatenate([p[2] for p in sliced[i]])
+            all_tfs[at:end] = tfs[order]
+            sliced[i] = []
+            give_back_memory()
+            first = np.flatnonzero(np.concatenate([[True], terms[1:] != terms[:-1]]))
+            term_parts.append(terms[first])
+            start_parts.append(first + at)
+            at = end
+        return cls(
+            np.concatenate(term_parts) if term_parts else np.zeros(0, np.int64),
+            np.append(np.concatenate(start_parts) if start_parts else [], total).astype(np.int64),
+            all_docs,
+            all_tfs,
+        )
 
-    @classmethod
-    def _sorted(
-        cls, term_ids: Ints, docs: npt.NDArray[np.int32], tfs: npt.NDArray[np.float32]
-    ) -> _Postings:
-        order = np.argsort(term_ids, kind="stable")
-        term_ids, docs, tfs = term_ids[order], docs[order], tfs[order]
-        terms, starts = np.unique(term_ids, return_index=True)
-        return cls(terms, np.append(starts, len(term_ids)).astype(np.int64), docs, tfs)
+    def pieces(self) -> list[Piece]:
+        """The postings again, to merge with new ones."""
+        if not self.docs.size:
+            return []
+        return [(np.repeat(self.terms, np.diff(self.starts)), self.docs, self.tfs)]
 
-    def find(self, term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
+    def find(self, term: int) -> tuple[Int32, Counts]:
         i = int(np.searchsorted(self.terms, term))
         if i == len(self.terms) or self.terms[i] != term:
-            return np.zeros(0, np.int32), np.zeros(0, np.float32)
+            return np.zeros(0, np.int32), np.zeros(0, np.uint16)
         a, b = self.starts[i], self.starts[i + 1]
         return self.docs[a:b], self.tfs[a:b]
+
+    @property
+    def nbytes(self) -> int:
+        return self.terms.nbytes + self.starts.nbytes + self.docs.nbytes + self.tfs.nbytes
+
+
+_NO_POSTINGS = _Postings.build([])
 
 
 @dataclass
 class _UserIndex:
+    """One user's index. Documents are numbered in load order; ``place`` is
+    a turn's conversation number and seq in one integer."""
+
     generation: int
+    loaded: bool = False
     max_chunk: int = 0
-    chunk_ids: list[int] = field(default_factory=list)
-    turn_ids: list[int] = field(default_factory=list)
-    lengths: list[int] = field(default_factory=list)
-    # where each turn sits, for neighbour context without a query
-    turn_at: dict[int, tuple[str, int]] = field(default_factory=dict)
-    turn_by_place: dict[tuple[str, int], int] = field(default_factory=dict)
-    turn_chunks: dict[int, list[int]] = field(default_factory=dict)
-    main: _Postings = field(default_factory=lambda: _Postings.build([]))
-    tail: list[tuple[int, ChunkTerms]] = field(default_factory=list)
-    tail_postings: _Postings | None = None
+    chunk: Ints = field(default_factory=lambda: np.zeros(0, np.int64))
+    turn: Ints = field(default_factory=lambda: np.zeros(0, np.int64))
+    place: Ints = field(default_factory=lambda: np.zeros(0, np.int64))
+    length: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, np.float32))
+    conversations: dict[str, int] = field(default_factory=dict)
+    # the main part: postings and lookups over documents [0, merged)
+    merged: int = 0
+    main: _Postings = field(default_factory=lambda: _NO_POSTINGS)
+    by_turn: Int32 = field(default_factory=lambda: np.zeros(0, np.int32))
+    by_turn_key: Ints = field(default_factory=lambda: np.zeros(0, np.int64))
+    by_place: Int32 = field(default_factory=lambda: np.zeros(0, np.int32))
+    by_place_key: Ints = field(default_factory=lambda: np.zeros(0, np.int64))
+    # the tail: documents [merged, n)
+    tail: list[Piece] = field(default_factory=list)
+    tail_postings: _Postings = field(default_factory=lambda: _NO_POSTINGS)
+    listed: int = 0
+    """documents [merged, listed) are in the tail's dicts"""
+    tail_turn_docs: dict[int, list[int]] = field(default_factory=dict)
+    tail_place_turn: dict[int, int] = field(default_factory=dict)
     norm: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, np.float32))
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def add(self, rows: list[tuple[int, int, bytes, int, str, int]]) -> None:
-        for chunk_id, turn_id, blob, length, conversation_id, seq in rows:
-            self.turn_at[turn_id] = (conversation_id, seq)
-            self.turn_by_place[(conversation_id, seq)] = turn_id
-            self.turn_chunks.setdefault(turn_id, []).append(chunk_id)
-            doc = len(self.chunk_ids)
-            self.chunk_ids.append(chunk_id)
-            self.turn_ids.append(turn_id)
-            self.lengths.append(length)
-            self.tail.append((doc, ChunkTerms.unpack(blob, length)))
-            self.max_chunk = max(self.max_chunk, chunk_id)
-        if len(self.tail) > TAIL_LIMIT or not self.main.docs.size:
-            self.main = _Postings.build(self.tail, base=self.main)
-            self.tail = []
-        self.tail_postings = _Postings.build(self.tail)
-        lengths = np.asarray(self.lengths, dtype=np.float32)
-        self.norm = K1 * (1 - B + B * lengths / max(float(lengths.mean()), 1.0))
+    @property
+    def nbytes(self) -> int:
+        arrays: list[npt.NDArray[np.generic]] = [self.chunk, self.turn, self.place, self.length]
+        arrays += [self.norm, self.by_turn, self.by_turn_key, self.by_place, self.by_place_key]
+        arrays += [a for piece in self.tail for a in piece]
+        entries = len(self.conversations) + len(self.tail_turn_docs) + len(self.tail_place_turn)
+        postings = self.main.nbytes + self.tail_postings.nbytes
+        return sum(a.nbytes for a in arrays) + postings + 100 * entries  # ~100 B a dict entry
+
+    def add(self, chunk: Ints, turn: Ints, place: Ints, length: Ints, piece: Piece) -> None:
+        """Documents (chunk id, turn id, place, length) and their postings."""
+        self.chunk = np.concatenate([self.chunk, chunk])
+        self.turn = np.concatenate([self.turn, turn])
+        self.place = np.concatenate([self.place, place])
+        self.length = np.concatenate([self.length, length.astype(np.float32)])
+        self.max_chunk = max(self.max_chunk, int(chunk.max()))
+        self.tail.append(piece)
+
+    def settle(self) -> None:
+        """Merge a grown tail into the main part and refresh statistics."""
+        n = len(self.chunk)
+        if n - self.merged > TAIL_LIMIT or (self.merged == 0 and n):
+            pieces, self.tail = self.main.pieces() + self.tail, []  # build frees them as it goes
+            self.main = _NO_POSTINGS
+            self.main = _Postings.build(pieces)
+            self.tail_turn_docs, self.tail_place_turn = {}, {}
+            self.by_turn = np.argsort(self.turn, kind="stable").astype(np.int32)
+            self.by_turn_key = self.turn[self.by_turn]
+            self.by_place = np.argsort(self.place, kind="stable").astype(np.int32)
+            self.by_place_key = self.place[self.by_place]
+            self.merged = self.listed = n
+        start = max(self.merged, self.listed)
+        turns, places = self.turn[start:].tolist(), self.place[start:].tolist()
+        for doc, (t, p) in enumerate(zip(turns, places, strict=True), start):
+            self.tail_turn_docs.setdefault(t, []).append(doc)
+            self.tail_place_turn[p] = t
+        self.listed = n
+        self.tail_postings = _Postings.build(list(self.tail))
+        if n:
+            self.norm = K1 * (1 - B + B * self.length / max(float(self.length.mean()), 1.0))
+
+    def find(self, term: int) -> tuple[Int32, Counts]:
+        docs, tfs = self.main.find(term)
+        if self.tail_postings.docs.size:
+            more, more_tfs = self.tail_postings.find(term)
+            if more.size:
+                return np.concatenate([docs, more]), np.concatenate([tfs, more_tfs])
+        return docs, tfs
+
+    def turns_at(self, places: Ints) -> Ints:
+        """The turn at each place, -1 where none is indexed."""
+        keys = self.by_place_key
+        at = np.minimum(np.searchsorted(keys, places), max(len(keys) - 1, 0))
+        found = keys[at] == places if len(keys) else np.zeros(len(places), bool)
+        turns = np.where(found, self.turn[self.by_place[at]] if len(keys) else -1, -1)
+        for i, p in enumerate(places.tolist()):
+            if turns[i] < 0 and p in self.tail_place_turn:
+                turns[i] = self.tail_place_turn[p]
+        return turns
+
+    def docs_of(self, turns: Ints) -> tuple[Int32, Ints]:
+        """Every document of ``turns``, with its turn."""
+        lo = np.searchsorted(self.by_turn_key, turns, "left")
+        hi = np.searchsorted(self.by_turn_key, turns, "right")
+        counts = hi - lo
+        offsets = np.cumsum(counts) - counts
+        docs = self.by_turn[np.repeat(lo - offsets, counts) + np.arange(counts.sum())]
+        owner = np.repeat(turns, counts)
+        extra = [(d, t) for t in turns.tolist() for d in self.tail_turn_docs.get(t, ())]
+        if extra:
+            docs = np.concatenate([docs, np.array([d for d, _ in extra], np.int32)])
+            owner = np.concatenate([owner, np.array([t for _, t in extra], np.int64)])
+        return docs, owner
 
 
 class KeywordIndex:
     """Per-user BM25 indexes, shared by all threads."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(
+        self,
+        db: Database,
+        budget: Budget,
+        on_load: Callable[[str], Future[None] | None] | None = None,
+    ) -> None:
+        """``on_load(user_id)`` is called as a user's first load starts; the
+        load waits for the future it returns (work done alongside)."""
         self._db = db
-        self._users: OrderedDict[str, _UserIndex] = OrderedDict()
+        self._budget = budget
+        self._on_load = on_load
+        self._users: dict[str, _UserIndex] = {}
         self._lock = threading.Lock()
 
     def search(self, user_id: str, query: Query, limit: int) -> list[tuple[int, int, float]]:
@@ -135,19 +295,17 @@ class KeywordIndex:
             return []
         index = self._fresh(user_id)
         with index.lock:
-            n = len(index.chunk_ids)
+            n = len(index.chunk)
             if n == 0:
                 return []
             norm = index.norm
             scores = np.zeros(n, dtype=np.float32)
             idf: dict[int, float] = {}
-            postings = [index.main, index.tail_postings or _Postings.build([])]
             for term in query.terms:
-                found = [p.find(term) for p in postings]
-                docs = np.concatenate([d for d, _ in found])
+                docs, counts = index.find(term)
                 if not docs.size:
                     continue
-                tfs = np.concatenate([t for _, t in found])
+                tfs = counts.astype(np.float32)
                 idf[term] = keywords.idf(n, docs.size)
                 weight = idf[term] * tfs * (K1 + 1) / (tfs + norm[docs])
                 scores += np.bincount(docs, weights=weight, minlength=n).astype(np.float32)
@@ -156,7 +314,7 @@ class KeywordIndex:
                     continue
                 together = None
                 for term in group:
-                    docs = np.concatenate([p.find(term)[0] for p in postings])
+                    docs = index.find(term)[0]
                     together = docs if together is None else np.intersect1d(together, docs)
                 if together is not None and together.size:
                     scores[together] += sum(idf[t] for t in group)
@@ -164,30 +322,9 @@ class KeywordIndex:
             if hits.size > limit:
                 hits = hits[np.argpartition(-scores[hits], limit - 1)[:limit]]
             hits = hits[np.argsort(-scores[hits], kind="stable")]
-            return [(index.chunk_ids[i], index.turn_ids[i], float(scores[i])) for i in hits]
-
-    def _fresh(self, user_id: str) -> _UserIndex:
-        conn = self._db.connect()
-        row = conn.execute(
-            "SELECT removed_gen FROM history_state WHERE user_id = ?", (user_id,)
-        ).fetchone()
-        generation = row[0] if row else 0
-        with self._lock:
-            index = self._users.get(user_id)
-            if index is None or index.generation != generation:
-                index = _UserIndex(generation)
-                self._users[user_id] = index
-            self._users.move_to_end(user_id)
-            while len(self._users) > MAX_CACHED_USERS:
-                self._users.popitem(last=False)  # the least recently searched
-        with index.lock:
-            if index.max_chunk == 0:
-                rows = conn.execute(_LOAD_ALL, (user_id,)).fetchall()
-            else:
-                rows = conn.execute(_LOAD_NEW, (index.max_chunk, user_id)).fetchall()
-            if rows:
-                index.add([(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows])
-        return index
+            return [
+                (int(index.chunk[i]), int(index.turn[i]), float(scores[i])) for i in hits.tolist()
+            ]
 
     def context(
         self, user_id: str, turn_ids: list[int]
@@ -195,28 +332,110 @@ class KeywordIndex:
         """Each turn's indexed neighbours in its conversation, and the chunks
         of the turns and their neighbours mapped to their turn."""
         index = self._fresh(user_id)
-        neighbors: dict[int, list[int]] = {}
-        chunk_turn: dict[int, int] = {}
         with index.lock:
-            for turn_id in turn_ids:
-                place = index.turn_at.get(turn_id)
-                if place is None:
-                    continue
-                conversation_id, seq = place
-                around = [
-                    n
-                    for n in (
-                        index.turn_by_place.get((conversation_id, seq - 1)),
-                        index.turn_by_place.get((conversation_id, seq + 1)),
-                    )
-                    if n is not None
-                ]
-                neighbors[turn_id] = around
-                for t in (turn_id, *around):
-                    for chunk_id in index.turn_chunks.get(t, ()):
-                        chunk_turn[chunk_id] = t
+            docs, owner = index.docs_of(np.asarray(turn_ids, dtype=np.int64))
+            known, first = np.unique(owner, return_index=True)
+            places = index.place[docs[first]]
+            before, after = index.turns_at(places - 1), index.turns_at(places + 1)
+            neighbors = {
+                t: [n for n in (b, a) if n >= 0]
+                for t, b, a in zip(known.tolist(), before.tolist(), after.tolist(), strict=True)
+            }
+            every = np.unique(np.concatenate([known, before[before >= 0], after[after >= 0]]))
+            docs, owner = index.docs_of(every)
+            chunk_turn = dict(zip(index.chunk[docs].tolist(), owner.tolist(), strict=True))
         return neighbors, chunk_turn
+
+    def _fresh(self, user_id: str) -> _UserIndex:
+        conn = self._db.connect()
+        with snapshot(conn):
+            row = conn.execute(
+                "SELECT removed_gen FROM history_state WHERE user_id = ?", (user_id,)
+            ).fetchone()
+            generation = row[0] if row else 0
+            with self._lock:
+                index = self._users.get(user_id)
+                if index is None or index.generation != generation:
+                    index = _UserIndex(generation)
+                    self._users[user_id] = index
+            with index.lock:
+                if index.max_chunk == 0:
+                    alongside = None
+                    if self._on_load is not None and not index.loaded:
+                        alongside = self._on_load(user_id)
+                    self._load(conn, user_id, index)
+                    if alongside is not None:
+                        alongside.result()
+                    give_back_memory()
+                else:
+                    self._refresh(conn, user_id, index)
+        self._charge(user_id, index)
+        return index
+
+    @staticmethod
+    def _load(conn: sqlite3.Connection, user_id: str, index: _UserIndex) -> None:
+        """Read all of a user's visible chunks, in bulk."""
+        index.loaded = True
+        hidden = {r[0] for r in conn.execute(_HIDDEN, (user_id,))}
+        rows = conn.execute(_TURNS, (user_id,)).fetchall()
+        turn_ids, conversation_ids, seqs = zip(*rows, strict=True) if rows else ((), (), ())
+        del rows
+        conversations = index.conversations
+        for conversation_id in dict.fromkeys(conversation_ids):
+            if conversation_id not in hidden:
+                conversations[conversation_id] = len(conversations)
+        numbers = np.fromiter(
+            (conversations.get(c, -1) for c in conversation_ids), np.int64, len(turn_ids)
+        )
+        shown = numbers >= 0
+        turn_sorted = np.fromiter(turn_ids, np.int64, len(turn_ids))[shown]
+        turn_place = (numbers << 32 | np.fromiter(seqs, np.int64, len(seqs)))[shown]
+        order = np.argsort(turn_sorted)
+        turn_sorted, turn_place = turn_sorted[order], turn_place[order]
+        cursor = conn.execute(_CHUNKS, (user_id,))
+        while rows := cursor.fetchmany(_FETCH):
+            turn = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+            at = np.minimum(np.searchsorted(turn_sorted, turn), max(len(turn_sorted) - 1, 0))
+            visible = (turn_sorted[at] == turn) if len(turn_sorted) else np.zeros(len(rows), bool)
+            if not visible.all():
+                rows = [r for r, v in zip(rows, visible.tolist(), strict=True) if v]
+                turn, at = turn[visible], at[visible]
+                if not rows:
+                    continue
+            chunk = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            length = np.fromiter((r[4] for r in rows), dtype=np.int64, count=len(rows))
+            piece = unpack([r[2] for r in rows], [r[3] for r in rows], len(index.chunk))
+            index.add(chunk, turn, turn_place[at], length, piece)
+        index.settle()
+
+    @staticmethod
+    def _refresh(conn: sqlite3.Connection, user_id: str, index: _UserIndex) -> None:
+        """Add the chunks indexed since the last look."""
+        rows = conn.execute(_NEW, (index.max_chunk, user_id)).fetchall()
+        if not rows:
+            return
+        conversations = index.conversations
+        places = [conversations.setdefault(r[5], len(conversations)) << 32 | r[6] for r in rows]
+        index.add(
+            np.array([r[0] for r in rows], dtype=np.int64),
+            np.array([r[1] for r in rows], dtype=np.int64),
+            np.array(places, dtype=np.int64),
+            np.array([r[4] for r in rows], dtype=np.int64),
+            unpack([r[2] for r in rows], [r[3] for r in rows], len(index.chunk)),
+        )
+        index.settle()
+
+    def _charge(self, user_id: str, index: _UserIndex) -> None:
+        def drop() -> None:
+            with self._lock:
+                if self._users.get(user_id) is index:
+                    del self._users[user_id]
+
+        self._budget.charge(("keywords", user_id), index.nbytes, drop)
 
     def forget(self) -> None:
         with self._lock:
+            users = list(self._users)
             self._users.clear()
+        for user_id in users:
+            self._budget.release(("keywords", user_id))

@@ -1,154 +1,389 @@
-"""Exact semantic search on SQLite: each user's vectors are kept in memory as
-one float32 matrix and scored by brute force (0.25 ms at 10k, ~9 ms at 100k
-vectors), so results are exact, never an approximate index's guess. The copy
-is refreshed incrementally when vectors are added and reloaded when any are
-removed or hidden (``history_state.removed_gen``)."""
+"""Semantic search on SQLite: each user's vectors are kept in memory as int8
+(a scale per vector, 1 byte a dimension) plus an int8 residual, and every
+query scans all of them by brute force, so no chunk is missed the way an
+approximate index misses some.
+
+The scan converts cache-sized blocks of the int8 matrix to float32 and
+scores them with BLAS; each vector's quantization error is known, so the
+chunks that can still be in the exact top k are exactly those whose upper
+bound reaches the k-th best lower bound. Those, and every chunk scored for
+fusion, get the fine score (int8 + residual: within 1e-5 of float32). The
+copy is refreshed incrementally when vectors are added and reloaded when
+any are removed or hidden (``history_state.removed_gen``); its bytes are
+charged to the shared cache budget (``cache.py``)."""
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
 from memoro.store.sqlite._db import Database
+from memoro.store.sqlite.cache import Budget, give_back_memory, snapshot
 
-MAX_CACHED_USERS = 64
-"""Users whose vectors stay in memory; the least recently searched goes first."""
+log = logging.getLogger("memoro.store")
 
-_LOAD = (
+BLOCK_BYTES = 1 << 20
+"""float32 rows converted at a time: small enough to stay in the CPU cache,
+large enough that the Python loop over blocks costs little."""
+
+_blocks = threading.local()  # each thread's conversion buffer, reused
+
+_FETCH = 4096
+"""Rows read from SQLite at a time while loading, to bound the load's peak."""
+
+# a first load reads every vector of the user and model, then leaves out
+# the turns of deleted conversations by id (joining each row to its turn
+# and conversation would take 3x as long); a refresh reads only new ids
+_ALL = (
+    "SELECT v.id, v.chunk_id, c.turn_id, v.embedding FROM vectors v"
+    " JOIN chunks c ON c.id = v.chunk_id WHERE v.user_id = ? AND v.model = ?"
+)
+_HIDDEN = (
+    "SELECT t.id FROM conversations cv CROSS JOIN turns t"
+    " ON t.user_id = cv.user_id AND t.conversation_id = cv.id"
+    " WHERE cv.user_id = ? AND cv.deleted_at IS NOT NULL"
+)
+_NEW = (
     "SELECT v.id, v.chunk_id, c.turn_id, v.embedding FROM vectors v"
     " JOIN chunks c ON c.id = v.chunk_id"
     " JOIN turns t ON t.id = c.turn_id"
     " JOIN conversations cv ON cv.user_id = t.user_id AND cv.id = t.conversation_id"
     " WHERE v.user_id = ? AND v.model = ? AND v.id > ? AND cv.deleted_at IS NULL"
-    " ORDER BY v.chunk_id, v.id"
 )
+
+Ints = npt.NDArray[np.int64]
+Floats = npt.NDArray[np.float32]
+Bytes = npt.NDArray[np.int8]
+
+
+@dataclass
+class Quantized:
+    """Vectors, one a row, as ``coarse * scale + fine * fine_scale``:
+    ``coarse`` is the vector over ``scale`` (its largest |component| / 127)
+    rounded to int8, ``fine`` the same of what that rounding left; ``error``
+    bounds the L2 norm of what ``coarse`` alone misses."""
+
+    coarse: Bytes
+    fine: Bytes
+    scale: Floats
+    fine_scale: Floats
+    error: Floats
+
+    @classmethod
+    def of(cls, vectors: Floats) -> Quantized:
+        vectors = vectors.astype(np.float32, copy=False)
+        work = np.abs(vectors)
+        scale = work.max(axis=1, initial=0.0)
+        scale[scale == 0] = 127
+        scale /= 127
+        np.divide(vectors, scale[:, None], out=work)
+        np.rint(work, out=work)
+        coarse = work.astype(np.int8)
+        np.multiply(work, scale[:, None], out=work)
+        np.subtract(vectors, work, out=work)  # what rounding left
+        # the float32 arithmetic here adds a little to the bound; say so
+        error = np.sqrt(np.einsum("ij,ij->i", work, work)) * np.float32(1.0001) + np.float32(1e-7)
+        fine_scale = np.abs(work).max(axis=1, initial=0.0)
+        fine_scale[fine_scale == 0] = 127
+        fine_scale /= 127
+        np.divide(work, fine_scale[:, None], out=work)
+        fine = np.rint(work, out=work).astype(np.int8)
+        return cls(coarse, fine, scale, fine_scale, error.astype(np.float32))
+
+    @classmethod
+    def join(cls, parts: list[Quantized]) -> Quantized:
+        if len(parts) == 1:
+            return parts[0]
+        return cls(
+            *(np.concatenate([getattr(p, n) for p in parts]) for n in cls.__dataclass_fields__)
+        )
+
+    def take(self, order: npt.NDArray[np.intp]) -> Quantized:
+        return Quantized(*(getattr(self, n)[order] for n in self.__dataclass_fields__))
+
+    @property
+    def nbytes(self) -> int:
+        return sum(getattr(self, n).nbytes for n in self.__dataclass_fields__)
+
+    def coarse_scores(self, query: Floats) -> Floats:
+        """``coarse @ query`` times the scales, converted block by block."""
+        n, dim = self.coarse.shape
+        out = np.empty(n, np.float32)
+        step = max(1, BLOCK_BYTES // (4 * max(dim, 1)))
+        block: Floats | None = getattr(_blocks, "buffer", None)
+        if block is None or block.shape != (step, dim):
+            block = _blocks.buffer = np.empty((step, dim), np.float32)
+        for start in range(0, n, step):
+            part = self.coarse[start : start + step]
+            rows = block[: len(part)]
+            np.copyto(rows, part, casting="unsafe")
+            np.dot(rows, query, out=out[start : start + len(part)])
+        out *= self.scale
+        return out
+
+    def fine_scores(self, rows: npt.NDArray[np.intp], query: Floats) -> Floats:
+        """The scores of ``rows`` from the vectors as stored (within 1e-5
+        of float32 vectors: measured 8e-6 at most on real ones)."""
+        coarse = self.coarse[rows].astype(np.float32) @ query
+        fine = self.fine[rows].astype(np.float32) @ query
+        return np.asarray(coarse * self.scale[rows] + fine * self.fine_scale[rows], np.float32)
+
+
+def _empty() -> Quantized:
+    return Quantized.of(np.zeros((0, 0), np.float32))
 
 
 @dataclass
 class _UserVectors:
     generation: int
     max_id: int = 0
-    matrix: npt.NDArray[np.float32] = field(
-        default_factory=lambda: np.zeros((0, 0), dtype=np.float32)
-    )
-    row_chunk: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
-    chunk_turn: dict[int, int] = field(default_factory=dict)
+    rows: Quantized = field(default_factory=_empty)
+    row_chunk: Ints = field(default_factory=lambda: np.zeros(0, np.int64))
+    row_turn: Ints = field(default_factory=lambda: np.zeros(0, np.int64))
     lock: threading.Lock = field(default_factory=threading.Lock)
-    # derived on demand: one group of rows per chunk, rows sorted by chunk
-    group_chunk: npt.NDArray[np.int64] | None = None
-    group_start: npt.NDArray[np.intp] | None = None
-    group_index: dict[int, int] | None = None
+    groups: _Groups | None = None
+    """derived on the first search after a change"""
+
+    @property
+    def nbytes(self) -> int:
+        grouped = 0 if self.groups is None else self.groups.nbytes - self.groups.rows.nbytes
+        return self.rows.nbytes + self.row_chunk.nbytes + self.row_turn.nbytes + grouped
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """One user's rows sorted by chunk, a group of rows (windows) per chunk;
+    a search keeps its own, so a refresh meanwhile cannot shift it."""
+
+    rows: Quantized
+    start: npt.NDArray[np.intp]
+    chunk: Ints
+    turn: Ints
+    error: Floats
+
+    @property
+    def nbytes(self) -> int:
+        arrays = (self.start, self.chunk, self.turn, self.error)
+        return self.rows.nbytes + sum(a.nbytes for a in arrays)
 
 
 class Scorer:
     """Cosine similarities of one query against one user's chunks; a chunk
-    scores as its best window."""
+    scores as its best window. ``top`` is exact: it re-ranks every chunk the
+    coarse scan cannot rule out."""
 
-    def __init__(
-        self,
-        chunk_ids: npt.NDArray[np.int64],
-        scores: npt.NDArray[np.float32],
-        index: dict[int, int],
-        chunk_turn: dict[int, int],
-    ) -> None:
-        self._chunk_ids = chunk_ids
-        self._scores = scores
-        self._index = index
-        self._chunk_turn = chunk_turn
+    def __init__(self, groups: _Groups | None, query: Floats) -> None:
+        self._groups = groups
+        self._query = query
+        self.reranked = 0
+        """How many chunks the last ``top`` scored finely (for measuring)."""
+        self._fine: Floats | None = None  # by group, NaN until computed
+        if groups is None:
+            self._coarse = self._slack = np.zeros(0, np.float32)
+            return
+        best = groups.rows.coarse_scores(query)
+        if len(groups.start) < len(best):  # some chunk has several windows
+            best = np.maximum.reduceat(best, groups.start)
+        self._coarse = best
+        self._slack = groups.error * np.float32(np.linalg.norm(query))
 
     def top(self, limit: int) -> list[tuple[int, int, float]]:
-        n = len(self._scores)
-        if n == 0 or limit <= 0:
+        n = len(self._coarse)
+        if n == 0 or limit <= 0 or self._groups is None:
             return []
         k = min(limit, n)
-        picked = np.argpartition(self._scores, n - k)[n - k :]
-        picked = picked[np.argsort(-self._scores[picked], kind="stable")]
-        return [
-            (int(c), self._chunk_turn[int(c)], float(self._scores[i]))
-            for i, c in zip(picked, self._chunk_ids[picked], strict=True)
-        ]
+        low = self._coarse - self._slack
+        floor = np.partition(low, n - k)[n - k]  # the k-th best lower bound
+        maybe = np.flatnonzero(self._coarse + self._slack >= floor)
+        self.reranked = len(maybe)
+        scores = self._fine_of(maybe)
+        picked = np.argsort(-scores, kind="stable")[:k]
+        chosen = maybe[picked]
+        chunks, turns = self._groups.chunk[chosen].tolist(), self._groups.turn[chosen].tolist()
+        return list(zip(chunks, turns, scores[picked].tolist(), strict=True))
 
     def scores(self, chunk_ids: Iterable[int]) -> dict[int, float]:
-        found = {}
-        for chunk_id in chunk_ids:
-            i = self._index.get(chunk_id)
-            if i is not None:
-                found[chunk_id] = float(self._scores[i])
-        return found
+        if self._groups is None:
+            return {}
+        wanted = np.fromiter(chunk_ids, dtype=np.int64)
+        chunks = self._groups.chunk
+        at = np.minimum(np.searchsorted(chunks, wanted), len(chunks) - 1)
+        found = chunks[at] == wanted
+        scores = self._fine_of(at[found])
+        return dict(zip(wanted[found].tolist(), scores.tolist(), strict=True))
+
+    def _fine_of(self, picked: npt.NDArray[np.intp]) -> Floats:
+        """Fine scores of chunk groups (each computed once per query)."""
+        groups = self._groups
+        assert groups is not None
+        if self._fine is None:
+            self._fine = np.full(len(groups.start), np.nan, np.float32)
+        todo = np.unique(picked[np.isnan(self._fine[picked])])
+        if todo.size:
+            starts = groups.start[todo]
+            ends = np.append(groups.start, len(groups.rows.scale))[todo + 1]
+            counts = ends - starts
+            offsets = np.cumsum(counts) - counts
+            rows = np.repeat(starts - offsets, counts) + np.arange(counts.sum())
+            fine = groups.rows.fine_scores(rows, self._query)
+            self._fine[todo] = np.maximum.reduceat(fine, offsets)
+        return self._fine[picked]
 
 
 class VectorCache:
-    """Per (user, model) in-memory matrices, shared by all threads."""
+    """Per (user, model) quantized vectors, shared by all threads."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, budget: Budget) -> None:
         self._db = db
-        self._entries: OrderedDict[tuple[str, str], _UserVectors] = OrderedDict()
+        self._budget = budget
+        self._entries: dict[tuple[str, str], _UserVectors] = {}
         self._lock = threading.Lock()
+        self._model: str | None = None  # the last one searched
+        self._ahead: ThreadPoolExecutor | None = None
+        self._closed = False
 
     def scorer(self, user_id: str, model: str, query: npt.NDArray[np.float32]) -> Scorer:
+        self._model = model
+        return Scorer(self._ready(user_id, model), query.astype(np.float32))
+
+    def _ready(self, user_id: str, model: str) -> _Groups | None:
         entry = self._fresh(user_id, model)
         with entry.lock:
-            if entry.matrix.shape[0] == 0:
-                empty = np.zeros(0, np.float32)
-                return Scorer(np.zeros(0, np.int64), empty, {}, {})
-            if entry.group_start is None:
-                self._group(entry)
-            assert entry.group_start is not None and entry.group_chunk is not None
-            best = entry.matrix @ query.astype(np.float32)
-            if len(entry.group_start) < len(best):  # some chunk has several windows
-                best = np.maximum.reduceat(best, entry.group_start)
-            return Scorer(entry.group_chunk, best, entry.group_index or {}, entry.chunk_turn)
+            if entry.rows.coarse.shape[0] and entry.groups is None:
+                entry.groups = self._group(entry)
+            groups = entry.groups
+        self._charge(user_id, model, entry)
+        return groups
+
+    def prefetch(self, user_id: str) -> Future[None] | None:
+        """Load the user's vectors on this cache's own thread: the keyword
+        index calls this as it starts loading the same user and waits for
+        it when done, so on a first search the two loads overlap (SQLite and
+        NumPy release the GIL)."""
+        with self._lock:
+            if self._closed:
+                return None
+            if self._ahead is None:
+                self._ahead = ThreadPoolExecutor(1, thread_name_prefix="memoro-vectors")
+            return self._ahead.submit(self._prefetch, user_id)
+
+    def _prefetch(self, user_id: str) -> None:
+        try:
+            model = self._model
+            if model is None:  # no search yet: the model of the user's vectors
+                row = (
+                    self._db.connect()
+                    .execute("SELECT model FROM vectors WHERE user_id = ? LIMIT 1", (user_id,))
+                    .fetchone()
+                )
+                model = row[0] if row else None
+            if model is not None:
+                self._ready(user_id, model)
+        except Exception:  # the search itself loads again and reports
+            log.exception("loading the vectors of %s ahead of its search failed", user_id)
 
     def _fresh(self, user_id: str, model: str) -> _UserVectors:
         conn = self._db.connect()
-        row = conn.execute(
-            "SELECT removed_gen FROM history_state WHERE user_id = ?", (user_id,)
-        ).fetchone()
-        generation = row[0] if row else 0
-        with self._lock:
-            entry = self._entries.get((user_id, model))
-            if entry is None or entry.generation != generation:
-                entry = _UserVectors(generation)
-                self._entries[(user_id, model)] = entry
-            self._entries.move_to_end((user_id, model))
-            while len(self._entries) > MAX_CACHED_USERS:
-                self._entries.popitem(last=False)  # the least recently searched
-        with entry.lock:
-            rows = conn.execute(_LOAD, (user_id, model, entry.max_id)).fetchall()
-            if rows:
-                self._append(entry, rows)
+        with snapshot(conn):
+            row = conn.execute(
+                "SELECT removed_gen FROM history_state WHERE user_id = ?", (user_id,)
+            ).fetchone()
+            generation = row[0] if row else 0
+            with self._lock:
+                entry = self._entries.get((user_id, model))
+                if entry is None or entry.generation != generation:
+                    entry = _UserVectors(generation)
+                    self._entries[(user_id, model)] = entry
+            with entry.lock:
+                if entry.max_id == 0:
+                    hidden = np.array([r[0] for r in conn.execute(_HIDDEN, (user_id,))], np.int64)
+                    cursor = conn.execute(_ALL, (user_id, model))
+                else:
+                    hidden = np.zeros(0, np.int64)
+                    cursor = conn.execute(_NEW, (user_id, model, entry.max_id))
+                parts = []
+                while rows := cursor.fetchmany(_FETCH):
+                    parts.append(self._part(rows, hidden))
+                if parts:
+                    self._append(entry, parts)
+                    many = len(parts) > 1
+                    del parts, rows  # the batches' arrays and rows, before trimming
+                    if many:
+                        give_back_memory()
         return entry
 
-    @staticmethod
-    def _append(entry: _UserVectors, rows: list[tuple[int, int, int, bytes]]) -> None:
-        vectors = np.frombuffer(b"".join(r[3] for r in rows), dtype="<f4")
-        vectors = vectors.reshape(len(rows), -1).astype(np.float32)
-        chunk_ids = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
-        if entry.matrix.shape[0] == 0:
-            entry.matrix, entry.row_chunk = vectors, chunk_ids
-        else:
-            entry.matrix = np.concatenate([entry.matrix, vectors])
-            entry.row_chunk = np.concatenate([entry.row_chunk, chunk_ids])
-        entry.chunk_turn.update((r[1], r[2]) for r in rows)
-        entry.max_id = max(entry.max_id, max(r[0] for r in rows))
-        entry.group_start = entry.group_chunk = entry.group_index = None
+    def _charge(self, user_id: str, model: str, entry: _UserVectors) -> None:
+        key = (user_id, model)
+
+        def drop() -> None:
+            with self._lock:
+                if self._entries.get(key) is entry:
+                    del self._entries[key]
+
+        self._budget.charge(("vectors", key), entry.nbytes, drop)
 
     @staticmethod
-    def _group(entry: _UserVectors) -> None:
+    def _part(
+        rows: list[tuple[int, int, int, bytes]], hidden: Ints
+    ) -> tuple[Ints, Ints, Ints, Quantized]:
+        vectors = np.frombuffer(b"".join(r[3] for r in rows), dtype="<f4")
+        vectors = vectors.reshape(len(rows), -1)
+        ids, chunks, turns = (
+            np.fromiter((r[i] for r in rows), dtype=np.int64, count=len(rows)) for i in range(3)
+        )
+        if hidden.size:
+            keep = ~np.isin(turns, hidden)
+            ids, chunks, turns, vectors = ids[keep], chunks[keep], turns[keep], vectors[keep]
+        return ids, chunks, turns, Quantized.of(vectors)
+
+    @staticmethod
+    def _append(entry: _UserVectors, parts: list[tuple[Ints, Ints, Ints, Quantized]]) -> None:
+        chunks = [p[1] for p in parts]
+        turns = [p[2] for p in parts]
+        quantized = [p[3] for p in parts]
+        if entry.rows.coarse.shape[0]:
+            chunks.insert(0, entry.row_chunk)
+            turns.insert(0, entry.row_turn)
+            quantized.insert(0, entry.rows)
+        entry.rows = Quantized.join(quantized)
+        entry.row_chunk = np.concatenate(chunks)
+        entry.row_turn = np.concatenate(turns)
+        entry.max_id = max(entry.max_id, *(int(p[0].max(initial=0)) for p in parts))
+        entry.groups = None
+
+    @staticmethod
+    def _group(entry: _UserVectors) -> _Groups:
         order = np.argsort(entry.row_chunk, kind="stable")
         if not np.array_equal(order, np.arange(len(order))):
-            entry.matrix = entry.matrix[order]
+            entry.rows = entry.rows.take(order)
             entry.row_chunk = entry.row_chunk[order]
+            entry.row_turn = entry.row_turn[order]
         change = np.flatnonzero(np.diff(entry.row_chunk)) + 1
-        entry.group_start = np.concatenate([[0], change]).astype(np.intp)
-        entry.group_chunk = entry.row_chunk[entry.group_start]
-        entry.group_index = {int(c): i for i, c in enumerate(entry.group_chunk)}
+        start = np.concatenate([[0], change]).astype(np.intp)
+        return _Groups(
+            entry.rows,
+            start,
+            entry.row_chunk[start],
+            entry.row_turn[start],
+            np.maximum.reduceat(entry.rows.error, start),
+        )
 
     def forget(self) -> None:
+        """Drop every entry and stop the prefetching thread (the store is
+        closing)."""
         with self._lock:
+            self._closed = True
+            ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            ahead.shutdown()
+        with self._lock:
+            keys = list(self._entries)
             self._entries.clear()
+        for key in keys:
+            self._budget.release(("vectors", key))

@@ -1,0 +1,100 @@
+"""What the SQLite backend's in-memory indexes share: their byte budget,
+the read snapshot they load in, and handing freed heap back after a load.
+Every user's keyword postings and vectors are charged to one LRU of bytes
+(``MEMORO_CACHE_MB``); when a load or a refresh takes the total over it,
+the least recently searched entries are dropped and read from the database
+again on their user's next search. The entries themselves live in
+``bm25.py`` and ``vectors.py``."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+
+DEFAULT_MB = 256
+"""Enough for a user with 100k chunks (~150 MB) and hundreds of typical
+users (a few hundred KB to a few MB each)."""
+
+
+class Budget:
+    """An LRU of cached entries by the bytes they hold, shared by threads."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._sizes: OrderedDict[Hashable, tuple[int, Callable[[], None]]] = OrderedDict()
+        self._used = 0
+        self._lock = threading.Lock()
+
+    @property
+    def used(self) -> int:
+        """Bytes held by the entries cached now."""
+        return self._used
+
+    def order(self) -> list[Hashable]:
+        """The cached entries' keys, least recently used first."""
+        with self._lock:
+            return list(self._sizes)
+
+    def charge(self, key: Hashable, nbytes: int, drop: Callable[[], None]) -> None:
+        """Record that the entry under ``key`` holds ``nbytes`` and was just
+        used, then drop least recently used entries until the total fits.
+        ``drop`` removes the entry from its cache; an entry larger than the
+        whole budget is dropped at once (its caller still holds it for the
+        search at hand). Never call it while holding a lock ``drop`` takes."""
+        victims = []
+        with self._lock:
+            old = self._sizes.pop(key, None)
+            if old is not None:
+                self._used -= old[0]
+            self._sizes[key] = (nbytes, drop)
+            self._used += nbytes
+            while self._used > self.limit and self._sizes:
+                _, (size, evict) = self._sizes.popitem(last=False)
+                self._used -= size
+                victims.append(evict)
+        for evict in victims:
+            evict()
+
+    def release(self, key: Hashable) -> None:
+        """Forget ``key``'s bytes (its cache dropped the entry itself)."""
+        with self._lock:
+            old = self._sizes.pop(key, None)
+            if old is not None:
+                self._used -= old[0]
+
+
+@contextmanager
+def snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One read transaction: the generation and the rows read agree."""
+    if conn.in_transaction:
+        yield conn
+        return
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        conn.execute("COMMIT")
+
+
+def _libc_trim() -> Callable[[int], int] | None:
+    name = ctypes.util.find_library("c")
+    try:
+        return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+    except OSError:
+        return None
+
+
+_MALLOC_TRIM = _libc_trim()
+
+
+def give_back_memory() -> None:
+    """Return the heap that a load's transient rows and arrays freed to the
+    operating system (glibc keeps it otherwise: ~200 MB of RSS after
+    loading a user with 100k chunks); a no-op where there is no glibc."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)

@@ -1,0 +1,174 @@
+"""The SQLite backend's in-memory search indexes: one byte budget for every
+user's keyword postings and vectors (least recently searched dropped first),
+and compact vectors whose search still ranks exactly."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memoro.errors import ConfigError
+from memoro.service import Memoro
+from memoro.settings import Settings
+from memoro.store.sqlite import SqliteStore, bm25
+from memoro.store.sqlite.cache import Budget
+from memoro.store.sqlite.vectors import Quantized, Scorer, _Groups
+from memoro.testing import HashEmbedder
+
+USERS = ("u1", "u2", "u3")
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[Memoro]:
+    store = SqliteStore(tmp_path / "memoro.db")
+    memoro = Memoro(store, Settings(home=tmp_path), embedder=HashEmbedder(), worker=False)
+    for user in USERS:
+        for i in range(30):
+            memoro.record_turn(user, f"c{i % 4}", f"{user} saw heron number {i}", f"noted {i}")
+    memoro.index_pending()
+    yield memoro
+    memoro.close()
+
+
+def budget(memoro: Memoro) -> Budget:
+    store = memoro.store
+    assert isinstance(store, SqliteStore)
+    return store.budget
+
+
+def cached_users(memoro: Memoro) -> list[tuple[str, str]]:
+    """(kind, user) of every cached entry, least recently used first."""
+    found = []
+    for entry in budget(memoro).order():
+        assert isinstance(entry, tuple)
+        kind, key = entry
+        found.append((kind, key if kind == "keywords" else key[0]))
+    return found
+
+
+def test_the_budget_drops_the_least_recently_searched_users_and_never_exceeds_its_bytes(
+    service: Memoro,
+) -> None:
+    service.search("u1", "heron")
+    one_user = budget(service).used
+    assert one_user > 0
+    budget(service).limit = 2 * one_user  # room for two users of this size
+    for user in ("u2", "u3", "u1"):
+        service.search(user, "heron")
+        assert budget(service).used <= budget(service).limit
+    # a search reads keywords, then vectors, then the keyword index's context
+    assert cached_users(service) == [
+        ("vectors", "u3"),
+        ("keywords", "u3"),
+        ("vectors", "u1"),
+        ("keywords", "u1"),
+    ]
+
+
+def test_a_search_after_eviction_returns_the_same_results(service: Memoro) -> None:
+    before = {user: service.search(user, "heron number 7", limit=10) for user in USERS}
+    budget(service).limit = 1  # nothing stays
+    for user in USERS:
+        assert service.search(user, "heron number 7", limit=10) == before[user]
+    assert budget(service).used == 0 and cached_users(service) == []
+
+
+def test_a_user_larger_than_the_whole_budget_is_searched_but_not_kept(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "memoro.db", cache_mb=1)
+    memoro = Memoro(store, Settings(home=tmp_path), embedder=HashEmbedder(dim=1024), worker=False)
+    for i in range(400):  # 400 vectors of 1024 float32 read: more than 1 MB
+        memoro.record_turn("big", "c", f"the heron {i}", "x")
+    memoro.index_pending()
+    (hit,) = memoro.search("big", "heron 399", limit=1)
+    assert hit.text.startswith("the heron 399")
+    assert budget(memoro).used <= 1 << 20
+    memoro.close()
+
+
+def test_refreshes_and_merged_tails_index_exactly_as_a_fresh_load(
+    service: Memoro, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bm25, "TAIL_LIMIT", 7)
+    service.search("u1", "heron")
+    for round in range(4):  # some refreshes stay in the tail, some merge it
+        for i in range(3 + 2 * round):
+            service.record_turn("u1", f"n{round}", f"another heron {round} {i}", "late")
+        service.index_pending()
+        service.search("u1", "heron")
+    store = service.store
+    assert isinstance(store, SqliteStore)
+    fresh = SqliteStore(store.path)
+    query = service.search("u1", "heron another late 3", limit=50)
+    again = Memoro(fresh, Settings(home=tmp_path), embedder=HashEmbedder(), worker=False)
+    assert again.search("u1", "heron another late 3", limit=50) == query
+    turns = sorted({t for _, t, _ in store.keyword_search("u1", "heron", 500)})
+    assert store.turn_context("u1", turns) == fresh.turn_context("u1", turns)
+    assert sorted(store.keyword_search("u1", "heron", 500)) == sorted(
+        fresh.keyword_search("u1", "heron", 500)
+    )
+    again.close()
+
+
+def near_ties(seed: int, chunks: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """Vectors (several windows for some chunks) that differ from each other
+    by about as much as int8 rounding does, so a coarse ranking is wrong."""
+    rng = np.random.default_rng(seed)
+    base = rng.standard_normal(dim).astype(np.float32)
+    windows = rng.integers(1, 4, chunks)
+    rows = base + 0.3 * rng.standard_normal((int(windows.sum()), dim)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows, np.repeat(np.arange(chunks, dtype=np.int64) + 100, windows)
+
+
+def scorer(rows: np.ndarray, row_chunk: np.ndarray, query: np.ndarray) -> Scorer:
+    start = np.flatnonzero(np.diff(row_chunk, prepend=-1))
+    quantized = Quantized.of(rows)
+    groups = _Groups(
+        quantized,
+        start,
+        row_chunk[start],
+        row_chunk[start] * 10,  # the turn of each chunk
+        np.maximum.reduceat(quantized.error, start),
+    )
+    return Scorer(groups, query)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_compact_vectors_rank_the_top_chunks_exactly_as_float32_does(seed: int) -> None:
+    rows, row_chunk = near_ties(seed, 3000, 96)
+    query = rows[7] + 1e-3 * np.random.default_rng(seed + 100).standard_normal(96)
+    query = (query / np.linalg.norm(query)).astype(np.float32)
+    exact_rows = rows @ query
+    exact = {int(c): float(exact_rows[row_chunk == c].max()) for c in np.unique(row_chunk)}
+    ranked = sorted(exact, key=lambda c: -exact[c])
+    found = scorer(rows, row_chunk, query)
+    top = found.top(50)
+    assert [c for c, _, _ in top] == ranked[:50]
+    assert [t for _, t, _ in top] == [c * 10 for c in ranked[:50]]
+    assert [s for _, _, s in top] == pytest.approx([exact[c] for c in ranked[:50]], abs=1e-5)
+    some = [*ranked[500:520], 5]  # 5 is no chunk
+    assert found.scores(some) == pytest.approx({c: exact[c] for c in ranked[500:520]}, abs=1e-5)
+
+
+def test_the_coarse_scan_alone_would_misrank_these_vectors() -> None:
+    """The test above can fail: int8 alone gets this order wrong."""
+    rows, _ = near_ties(0, 3000, 96)
+    query = rows[7]
+    quantized = Quantized.of(rows)
+    coarse = quantized.coarse_scores(query)
+    assert list(np.argsort(-coarse)[:50]) != list(np.argsort(-(rows @ query))[:50])
+
+
+def test_cache_mb_is_a_whole_number_of_megabytes(tmp_path: Path) -> None:
+    settings = Settings.from_env({"MEMORO_CACHE_MB": "512", "MEMORO_HOME": str(tmp_path)})
+    assert settings.cache_mb == 512
+    store = settings.open_store()
+    assert store.budget.limit == 512 << 20
+    store.close()
+    assert Settings.from_env({"MEMORO_HOME": str(tmp_path)}).cache_mb == 256
+    for bad in ("0", "-5", "1.5", "lots", "2000000"):
+        with pytest.raises(ConfigError, match=r"MEMORO_CACHE_MB must be a whole number"):
+            Settings.from_env({"MEMORO_CACHE_MB": bad, "MEMORO_HOME": str(tmp_path)})
