@@ -28,6 +28,7 @@ from memoro.models import (
     Job,
     JobStatus,
     NewTurn,
+    QueueStats,
     RecordedTurn,
     StoredBlock,
     Turn,
@@ -218,6 +219,18 @@ class Store(Protocol):
 
     def retry_job(self, job_id: int) -> bool:
         """Put a failed job back in the queue."""
+        ...
+
+    # -- monitoring (read-only) ------------------------------------------------
+
+    def schema_versions(self) -> tuple[int, int]:
+        """(the schema version in the database, the one this memoro needs);
+        raises when the database cannot be read."""
+        ...
+
+    def queue_stats(self) -> QueueStats:
+        """The whole queue's counts by status and its ages, whatever role
+        this store connects as; nothing of a user."""
         ...
 
     # -- imports uploaded over HTTP -------------------------------------------

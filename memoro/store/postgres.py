@@ -32,6 +32,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 from memoro.history import terms
 from memoro.models import AuditEntry, AuditRecord, Operation, StoredBlock, Writer
 from memoro.store import migrations
+from memoro.store.postgres_health import PgHealth
 from memoro.store.postgres_history import PgHistory, insert_postings
 from memoro.store.postgres_uploads import PgUploads
 
@@ -191,7 +192,7 @@ class _BlockTransaction:
         )
 
 
-class PostgresStore(PgHistory, PgUploads):
+class PostgresStore(PgHistory, PgUploads, PgHealth):
     """The Store on PostgreSQL."""
 
     def __init__(

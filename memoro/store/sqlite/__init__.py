@@ -7,13 +7,14 @@ from pathlib import Path
 from memoro.store.sqlite._db import Database
 from memoro.store.sqlite.blocks import Blocks
 from memoro.store.sqlite.bm25 import KeywordIndex
+from memoro.store.sqlite.health import Health
 from memoro.store.sqlite.history import History
 from memoro.store.sqlite.jobs import Jobs
 from memoro.store.sqlite.uploads import Uploads
 from memoro.store.sqlite.vectors import VectorCache
 
 
-class SqliteStore(Blocks, History, Jobs, Uploads):
+class SqliteStore(Blocks, History, Jobs, Uploads, Health):
     """A Store on one SQLite file; safe to share between threads and with
     other processes on the same file."""
 
