@@ -130,7 +130,8 @@ class TokenVerifier:
         if hit is None:
             return None
         if time.time() >= hit[0]:
-            self._verified.pop(token, None)
+            with self._verified_lock:  # never while another thread evicts
+                self._verified.pop(token, None)
             return None
         return hit[1]
 
