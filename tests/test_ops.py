@@ -308,6 +308,10 @@ def test_serve_with_two_workers_scrapes_every_process_and_indexes_in_the_parent(
             assert time.monotonic() < deadline and server.poll() is None, "serve did not start"
             time.sleep(0.05)
         ann = _user("ann")
+        # a control character in a header gets memoro's JSON answer, not the parser's
+        bad = {"Authorization": ann["Authorization"].encode() + b"\x01"}
+        refused = httpx.get(f"{url}/v1/prompt", headers=bad)
+        assert refused.status_code == 401 and refused.json()["error"]["code"] == "unauthorized"
         assert (
             httpx.put(f"{url}/v1/memory", json={"block": "Badge: 7"}, headers=ann).status_code
             == 200
@@ -325,7 +329,10 @@ def test_serve_with_two_workers_scrapes_every_process_and_indexes_in_the_parent(
         for _ in range(4):
             scraped = httpx.get(f"{url}/metrics", headers=SCRAPE).text
             count = _sample(
-                scraped, "memoro_http_request_duration_seconds_count", route="/v1/prompt"
+                scraped,
+                "memoro_http_request_duration_seconds_count",
+                route="/v1/prompt",
+                status="200",
             )
             assert count == 40
         assert _sample(scraped, "memoro_indexed_turns_total") >= 1

@@ -73,6 +73,7 @@ def test_migrations_run_once(postgres: tuple[str, str]) -> None:
         "queue_lanes",
         "conversation_titles",
         "imports",
+        "queue_stats",
     ]
     assert len(rows) == len(migrations.load("postgres"))
 

@@ -112,6 +112,10 @@ def serve(ctx: click.Context, host: str, port: int, workers: int) -> None:
             log_level="error" if settings.log_level == "error" else "warning",
             access_log=False,
             h11_max_incomplete_event_size=MAX_HEAD,
+            # h11, not httptools even when installed: httptools answers a control
+            # character in a header with a bare text/plain 400, h11 lets memoro
+            # answer it in its own JSON error shape (a 401 for a bad token)
+            http="h11",
         )
     finally:
         memoro.close()
