@@ -88,6 +88,7 @@ def serve(ctx: click.Context, host: str, port: int, workers: int) -> None:
         shared = _multiprocess_environment(settings)
         os.environ.update(shared)  # before the worker thread counts anything
         memoro = Memoro(settings.open_store(), settings)
+        _app(settings, memoro, shared_key="")  # bad settings fail here, not in every child
         app = "memoro.cli.serve:child_app"
     click.echo(f"memoro is serving {settings.database_words()}", err=True)
     if workers > 1:
