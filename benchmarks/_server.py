@@ -23,13 +23,14 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start(env: dict[str, str]) -> tuple[str, subprocess.Popen[bytes]]:
+def start(env: dict[str, str], *args: str) -> tuple[str, subprocess.Popen[bytes]]:
     """Start ``memoro serve`` with ``env`` (token auth unless it says
-    otherwise); return its URL once it answers, and the process."""
+    otherwise) and ``args`` (e.g. ``--workers 2``); return its URL once it
+    answers, and the process."""
     port = free_port()
     full = {**os.environ, "MEMORO_AUTH": "token", "MEMORO_SECRET": SECRET, **env}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "memoro", "serve", "--port", str(port)],
+        [sys.executable, "-m", "memoro", "serve", "--port", str(port), *args],
         env=full,
         stderr=subprocess.DEVNULL,
     )

@@ -9,8 +9,14 @@ block (1 in 10) or search (1 in 5). Prints requests per second, p50/p95/p99
 per endpoint and the error count, for 1, 8 and 32 clients; with several
 ``--database`` values, the backends side by side.
 
+``--only prompt`` measures GET /v1/prompt alone (the request every turn of
+every chat makes; the worker idle), from one lean asyncio client
+(benchmarks/_http_load.py), for each ``--workers`` count of server
+processes: requests per second and p50/p95/p99.
+
     python benchmarks/serve.py [--clients 1,8,32] [--seconds 15]
     python benchmarks/serve.py --database sqlite --database pgserver
+    python benchmarks/serve.py --only prompt --database sqlite --database pgserver
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import threading
 import time
 from collections import defaultdict
 
+import _http_load
 import httpx
 from _backends import Backend, add_option, backend, specs
 from _server import SECRET, start, stop
@@ -158,13 +165,97 @@ def measure(where: Backend, clients: list[int], seconds: float) -> dict[tuple[in
     return results
 
 
+PromptStats = tuple[int, float, float, float, float, int]
+"""requests, req/s, p50 ms, p95 ms, p99 ms, errors"""
+
+BLOCK = (
+    "Preferred name: Sam\nWorks at: Example Ltd, platform team\nTracker account: sam.k\n"
+    "Prefers short answers with code first\nTime zone: Europe/Berlin\n"
+)
+
+
+def measure_prompt(
+    where: Backend, clients: list[int], seconds: float, workers: int
+) -> dict[int, PromptStats]:
+    """GET /v1/prompt alone, each connection a different user with a block."""
+    signer = Signer(SECRET)
+    results: dict[int, PromptStats] = {}
+    with tempfile.TemporaryDirectory() as home:
+        env = {"MEMORO_HOME": home}
+        if where.url:
+            env["MEMORO_DATABASE_URL"] = where.url
+        url, server = start(env, "--workers", str(workers))
+        host, port = "127.0.0.1", int(url.rsplit(":", 1)[1])
+        users = max(clients)
+        tokens = [signer.issue(f"reader-{i}", ttl=24 * 3600) for i in range(users)]
+        with httpx.Client(base_url=url, timeout=60) as http:
+            for i, token in enumerate(tokens):
+                auth = {"Authorization": f"Bearer {token}"}
+                block = f"{BLOCK}Badge: R-{i:04d}"
+                http.put("/v1/memory", json={"block": block}, headers=auth).raise_for_status()
+        requests = [
+            _http_load.request_bytes(host, port, "/v1/prompt", {"Authorization": f"Bearer {token}"})
+            for token in tokens
+        ]
+        _http_load.run(host, port, requests, max(clients), min(seconds, 3))  # warm up
+        for n in clients:
+            load = _http_load.run(host, port, requests, n, seconds)
+            ms = [t * 1000 for t in load.latencies]
+            results[n] = (
+                len(ms),
+                len(ms) / load.seconds,
+                statistics.median(ms),
+                percentile(ms, 0.95),
+                percentile(ms, 0.99),
+                len(load.errors),
+            )
+            print(f"{where.label}, {workers} process(es): {n} clients done", file=sys.stderr)
+        stop(server)
+    return results
+
+
+def prompt_only(args: argparse.Namespace, clients: list[int]) -> None:
+    workers = [int(w) for w in args.workers.split(",")]
+    results: dict[str, dict[tuple[int, int], PromptStats]] = {}
+    for spec in specs(args):
+        with backend(spec) as where:
+            for w in workers:
+                for n, stats in measure_prompt(where, clients, args.seconds, w).items():
+                    results.setdefault(where.label, {})[(w, n)] = stats
+    print("memoro serve benchmark — GET /v1/prompt alone (worker idle); token auth")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, CPython "
+        f"{platform.python_version()}; {args.seconds:.0f} s per run"
+    )
+    print()
+    print(
+        "| database | processes | clients | requests | req/s | p50 ms | p95 ms | p99 ms | errors |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for label, rows in results.items():
+        for (w, n), (count, rate, p50, p95, p99, errs) in rows.items():
+            print(
+                f"| {label} | {w} | {n} | {count:,} | {rate:,.0f} | {p50:.1f} | {p95:.1f}"
+                f" | {p99:.1f} | {errs} |"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--clients", default="1,8,32")
+    parser.add_argument("--clients", help="default: 1,8,32 (--only prompt: 32)")
     parser.add_argument("--seconds", type=float, default=15)
+    parser.add_argument("--only", choices=["prompt"], help="one endpoint alone")
+    parser.add_argument(
+        "--workers",
+        default="1,2",
+        help="with --only prompt: memoro serve --workers values to compare (default: 1,2)",
+    )
     add_option(parser)
     args = parser.parse_args()
-    clients = [int(c) for c in args.clients.split(",")]
+    clients = [int(c) for c in (args.clients or ("32" if args.only else "1,8,32")).split(",")]
+    if args.only == "prompt":
+        prompt_only(args, clients)
+        return
 
     results = {}
     for spec in specs(args):

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -53,6 +54,10 @@ DEFAULT_TTL = 3600
 SESSION_TTL = 8 * 3600
 SESSION_AUDIENCE = "memoro-session"
 JWKS_ALGORITHMS = ("RS256", "ES256")
+VERIFIED_TOKENS = 10_000
+"""Valid tokens a verifier remembers (the oldest is forgotten first)."""
+VERIFIED_SECONDS = 300.0
+"""The longest a verified token is taken on trust without a new check."""
 
 
 @dataclass(frozen=True)
@@ -127,13 +132,49 @@ class TokenVerifier:
         )
         self.issuer, self.audience, self.user_claim = issuer, audience, user_claim
         self.clock_skew = clock_skew
+        self._verified: dict[str, tuple[float, Claims]] = {}
+        self._verified_lock = threading.Lock()
+
+    def cached(self, token: str) -> Claims | None:
+        """The claims of ``token`` if it was verified lately and has not
+        expired since, else None (verify it)."""
+        hit = self._verified.get(token)
+        if hit is None:
+            return None
+        if time.time() >= hit[0]:
+            with self._verified_lock:  # never while another thread evicts
+                self._verified.pop(token, None)
+            return None
+        return hit[1]
+
+    @property
+    def fetches_keys(self) -> bool:
+        """Whether verifying may fetch a JWKS over the network (blocking)."""
+        return self._jwks is not None
 
     @property
     def algorithms(self) -> tuple[str, ...]:
         return (("HS256",) if self._secret else ()) + (JWKS_ALGORITHMS if self._jwks else ())
 
     def verify(self, token: str) -> Claims:
-        """The claims of a valid, unexpired token, else Unauthorized."""
+        """The claims of a valid, unexpired token, else Unauthorized. A
+        host sends the same token on every request of a turn, and checking
+        its signature costs more than the rest of a prompt fetch, so a valid
+        token is remembered (its exact string, signature included) until it
+        expires, for at most VERIFIED_SECONDS — as long as the JWKS keys
+        are cached anyway."""
+        claims = self.cached(token)
+        if claims is not None:
+            return claims
+        claims = self._verify(token)
+        until = min(claims.expires + self.clock_skew, time.time() + VERIFIED_SECONDS)
+        with self._verified_lock:
+            if len(self._verified) >= VERIFIED_TOKENS:
+                self._verified.pop(next(iter(self._verified)))  # the oldest
+            self._verified[token] = (until, claims)
+        return claims
+
+    def _verify(self, token: str) -> Claims:
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:

@@ -328,6 +328,20 @@ class JobStatus(StrEnum):
 
 
 @dataclass(frozen=True)
+class QueueStats:
+    """The job queue at a glance, for monitoring: counts and ages only,
+    never a user or a payload."""
+
+    counts: dict[JobStatus, int]
+    oldest_pending_seconds: float
+    """Age of the oldest pending job of any kind (0 when none is)."""
+    index_lag_seconds: float
+    """How long the oldest live turn still waiting for its index (pending
+    or running, imports aside) has waited: 0 when every live turn is
+    searchable."""
+
+
+@dataclass(frozen=True)
 class Job:
     """A unit of background work in the durable queue."""
 

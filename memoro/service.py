@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memoro import block, inputs
+from memoro import block, inputs, metrics
 from memoro.errors import BlockChanged, InvalidInput
 from memoro.history import search as history_search
-from memoro.history.embed import Embedder, make_embedder
+from memoro.history.embed import Embedder, LocalEmbedder, make_embedder
 from memoro.history.fusion import Mode
 from memoro.history.worker import Worker, usable_cores
 from memoro.models import (
@@ -31,6 +31,7 @@ from memoro.models import (
     JobStatus,
     NewTurn,
     Outcome,
+    QueueStats,
     RecordedTurn,
     SearchHits,
     StoredBlock,
@@ -112,6 +113,37 @@ class Memoro(Transfers):
             extra["embedder"] = options.pop("embedder")
         settings = Settings.from_env(overrides={"home": home, **options})
         return cls(settings.open_store(), settings, **extra)
+
+    def health(self) -> tuple[bool, dict[str, str]]:
+        """Whether this memoro is ready to serve, and each check in words:
+        the database answers, its schema is the one this memoro needs, and
+        the embedding model is loaded (a local one; an API is not probed)."""
+        checks: dict[str, str] = {}
+        ok = True
+        try:
+            found, needed = self.store.schema_versions()
+        except Exception as exc:  # any failure to read is the answer
+            checks["database"] = f"unreachable: {type(exc).__name__}: {exc}"
+            checks["migrations"] = "unknown"
+            ok = False
+        else:
+            checks["database"] = "ok"
+            if found == needed:
+                checks["migrations"] = f"ok (version {found})"
+            else:
+                ok = False
+                advice = "run `memoro migrate`" if found < needed else "upgrade memoro"
+                checks["migrations"] = (
+                    f"the database has schema version {found}, this memoro needs {needed}: {advice}"
+                )
+        if self.embedder is None:
+            checks["model"] = "none (keyword search only)"
+        elif isinstance(self.embedder, LocalEmbedder):
+            checks["model"] = "loaded" if self.embedder.loaded else "loading"
+            ok = ok and self.embedder.loaded
+        else:
+            checks["model"] = f"{type(self.embedder).__name__} (not probed)"
+        return ok, checks
 
     def close(self) -> None:
         """Stop the background worker after its current job, then close."""
@@ -256,7 +288,11 @@ class Memoro(Transfers):
             raise InvalidInput("mode must be hybrid, keyword or semantic") from None
         if not query.strip():
             return SearchHits()
-        return history_search.search(self.store, self.embedder, user_id, query, limit, mode)
+        start = time.perf_counter()
+        try:
+            return history_search.search(self.store, self.embedder, user_id, query, limit, mode)
+        finally:
+            metrics.observe_search(mode.value, time.perf_counter() - start)
 
     def list_conversations(
         self, user_id: str, *, limit: int | None = None, offset: int = 0
@@ -294,6 +330,16 @@ class Memoro(Transfers):
         if deleted and self._threaded:
             self.worker.wake()
         return deleted
+
+    @property
+    def reads_inline(self) -> bool:
+        """Whether reading a block is a local read that never waits (SQLite),
+        so a server may do it on its event loop."""
+        return self.store.inline_reads
+
+    def queue_stats(self) -> QueueStats:
+        """The whole queue's counts and ages, for monitoring (no user data)."""
+        return self.store.queue_stats()
 
     def jobs(self, status: JobStatus | None = None, *, limit: int = 100) -> list[Job]:
         """Background jobs across users, oldest first (an operator's view)."""

@@ -205,6 +205,14 @@ SETTINGS: tuple[Setting, ...] = (
         choices=("debug", "info", "warning", "error"),
     ),
     Setting(
+        name="metrics_token",
+        env="MEMORO_METRICS_TOKEN",
+        default="",
+        help="Bearer token Prometheus sends to scrape GET /metrics (memoro serve); empty"
+        " turns /metrics off.",
+        metavar="TOKEN",
+    ),
+    Setting(
         name="worker",
         env="MEMORO_WORKER",
         default="thread",
@@ -242,6 +250,7 @@ class Settings:
     llm_model: str = ""
     llm_key: str = ""
     log_level: str = "info"
+    metrics_token: str = ""
     worker: str = "thread"
 
     @property

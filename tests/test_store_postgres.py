@@ -74,6 +74,8 @@ def test_migrations_run_once(postgres: tuple[str, str]) -> None:
         "conversation_titles",
         "imports",
         "user_keys",
+        "queue_stats",
+        "no_text_statistics",
     ]
     assert len(rows) == len(migrations.load("postgres"))
 

@@ -83,3 +83,30 @@ def test_the_guides_steps_leave_no_deleted_text_in_any_file(tmp_path: Path) -> N
                 conn.execute(statement)
             assert files_with(data_dir, MARKERS) == []
             assert files_with(data_dir, (b"plain words",))  # what was kept is there
+
+
+def test_analyze_samples_no_text_a_user_wrote(postgres: tuple[str, str], tmp_path: Path) -> None:
+    """D4: ANALYZE keeps column samples in pg_statistic, outside the rows a
+    deletion removes; no column holding a user's words is sampled."""
+    admin, url = postgres
+    memoro = Memoro(PostgresStore(url), Settings(home=tmp_path), embedder=None, worker=False)
+    try:
+        for n in range(20):  # values seen often and seen once: both are sampled
+            memoro.write_block(f"user-{n}", "Badge: QUOKKA-7731", writer="user")
+            memoro.record_turn(f"user-{n}", "WOMBAT-talk", "WOMBAT in the notes", "noted")
+            memoro.record_turn(f"user-{n}", f"WOMBAT-{n}", f"WOMBAT-{n} once", f"WOMBAT-{n}")
+        memoro.index_pending()
+    finally:
+        memoro.close()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute("ANALYZE")
+        sampled = conn.execute(
+            "SELECT tablename, attname FROM pg_stats WHERE schemaname = 'public'"
+            " AND (coalesce(most_common_vals::text, '') || coalesce(histogram_bounds::text, ''))"
+            " ~ '(QUOKKA|WOMBAT)'"
+        ).fetchall()
+        counted = conn.execute(
+            "SELECT count(*) FROM pg_stats WHERE schemaname = 'public' AND tablename = 'turns'"
+        ).fetchone()
+    assert sampled == []
+    assert counted is not None and counted[0] > 0  # ANALYZE did run and sample other columns

@@ -27,6 +27,8 @@ CROSS_USER_FUNCTIONS = {
     "memoro_count_missing": "SELECT * FROM memoro_count_missing('hash')",
 }
 HARMLESS = {"memoro_is_worker"}
+# across users on purpose, for monitoring: counts and ages, no user, payload or error
+COUNTS_ONLY = {"memoro_queue_stats": ["status", "jobs", "oldest_seconds", "oldest_live_seconds"]}
 
 
 @pytest.fixture
@@ -64,7 +66,12 @@ def test_the_app_role_cannot_read_across_users_through_any_function(
                 " AND pronamespace = 'public'::regnamespace"
             )
         }
-        assert defined == set(CROSS_USER_FUNCTIONS) | HARMLESS  # a new one must be listed
+        # a new one must be listed
+        assert defined == set(CROSS_USER_FUNCTIONS) | HARMLESS | set(COUNTS_ONLY)
+        for name, columns in COUNTS_ONLY.items():
+            found = conn.execute(f"SELECT * FROM {name}()")
+            assert [c.name for c in found.description or ()] == columns
+            assert sum(row[1] for row in found.fetchall()) == 2  # ann's and bob's purges
         for name, call in CROSS_USER_FUNCTIONS.items():
             with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"):
                 conn.execute(call)

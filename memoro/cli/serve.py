@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import atexit
 import ipaddress
+import os
+import secrets
+import shutil
 import signal
+import tempfile
 from types import FrameType
+from typing import Any
 
 import click
 
 from memoro.auth import DEFAULT_TTL, Signer
 from memoro.cli._app import cli, log_to_stderr
 from memoro.service import Memoro
-from memoro.settings import Settings
+from memoro.settings import SETTINGS, Settings
 
 MAX_HEAD = 1024 * 1024
 """Bytes of request line and headers `memoro serve` reads (h11's default is 16 KB)."""
@@ -44,8 +50,19 @@ def _is_loopback(host: str) -> bool:
     type=click.IntRange(0, 65535),
     help="Port to listen on.",
 )
+@click.option(
+    "--workers",
+    envvar="MEMORO_SERVE_WORKERS",
+    default=1,
+    show_default=True,
+    show_envvar=True,
+    type=click.IntRange(1, 64),
+    help="Server processes sharing the port (one per core for the most requests per"
+    " second). With more than one, the indexing worker (MEMORO_WORKER=thread) runs in"
+    " the parent process only.",
+)
 @click.pass_context
-def serve(ctx: click.Context, host: str, port: int) -> None:
+def serve(ctx: click.Context, host: str, port: int, workers: int) -> None:
     """Serve the HTTP API and the Memory settings page.
 
     On SQLite under MEMORO_HOME, with the local embedding model and a
@@ -53,31 +70,32 @@ def serve(ctx: click.Context, host: str, port: int) -> None:
     """
     import uvicorn
 
-    from memoro.web.app import create_app
-    from memoro.web.security import AuthConfig
-
     settings: Settings = ctx.find_root().obj
     if settings.auth == "local" and not _is_loopback(host):
         raise click.ClickException(
             f"auth local serves one user with no login, so it listens on loopback only;"
             f" set MEMORO_AUTH=token and MEMORO_SECRET to listen on {host}"
         )
-    auth = AuthConfig.from_settings(settings)
-    provider = None
-    if settings.llm != "none":
-        from memoro.agent import make_provider
-
-        provider = make_provider(
-            settings.llm, settings.llm_model, settings.llm_url, settings.llm_key
-        )
     log_to_stderr(settings.log_level)
-    memoro = Memoro(settings.open_store(), settings)
-    app = create_app(memoro, auth, provider)
     shown = f"[{host}]" if ":" in host else host
+    shared: dict[str, str] = {}
+    if workers == 1:
+        memoro = Memoro(settings.open_store(), settings)
+        app: Any = _app(settings, memoro, shared_key="")
+    else:
+        # the parent indexes (when MEMORO_WORKER=thread) and supervises; each
+        # child serves, with the settings passed on in its environment
+        shared = _multiprocess_environment(settings)
+        os.environ.update(shared)  # before the worker thread counts anything
+        memoro = Memoro(settings.open_store(), settings)
+        _app(settings, memoro, shared_key="")  # bad settings fail here, not in every child
+        app = "memoro.cli.serve:child_app"
     click.echo(f"memoro is serving {settings.database_words()}", err=True)
+    if workers > 1:
+        click.echo(f"  in {workers} processes", err=True)
     click.echo(f"  Memory settings page: http://{shown}:{port}/memory", err=True)
     click.echo(f"  API reference:        http://{shown}:{port}/docs", err=True)
-    if provider is not None:
+    if settings.llm != "none":
         click.echo(f"  Chat page:            http://{shown}:{port}/chat", err=True)
     # uvicorn stops gracefully on SIGTERM, then raises the signal again, which
     # would end the process before memoro closes: end it with an exit instead
@@ -90,12 +108,66 @@ def serve(ctx: click.Context, host: str, port: int) -> None:
             app,
             host=host,
             port=port,
+            workers=workers,
+            factory=workers > 1,
             log_level="error" if settings.log_level == "error" else "warning",
             access_log=False,
             h11_max_incomplete_event_size=MAX_HEAD,
+            # h11, not httptools even when installed: httptools answers a control
+            # character in a header with a bare text/plain 400, h11 lets memoro
+            # answer it in its own JSON error shape (a 401 for a bad token)
+            http="h11",
         )
     finally:
         memoro.close()
+        if shared.get(_OWN_METRICS_DIR):
+            shutil.rmtree(shared["PROMETHEUS_MULTIPROC_DIR"], ignore_errors=True)
+
+
+SHARED_KEY = "MEMORO_SERVE_SHARED_KEY"
+"""Set by ``memoro serve --workers N`` for its children: a random key of this
+run, so that every process signs the same page sessions (when there is no
+MEMORO_SECRET) and shows the same CSRF value in local mode."""
+_OWN_METRICS_DIR = "MEMORO_SERVE_OWN_METRICS_DIR"
+
+
+def _multiprocess_environment(settings: Settings) -> dict[str, str]:
+    """What the children of ``--workers`` N need in their environment: every
+    setting as resolved here (options included), no indexing worker of their
+    own, a shared key, and a folder for prometheus_client's multiprocess
+    mode (a temporary one unless PROMETHEUS_MULTIPROC_DIR is set)."""
+    env = {s.env: str(getattr(settings, s.name)) for s in SETTINGS}
+    env["MEMORO_WORKER"] = "off"
+    env[SHARED_KEY] = secrets.token_urlsafe(32)
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        env["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="memoro-metrics-")
+        env[_OWN_METRICS_DIR] = "1"
+    return env
+
+
+def _app(settings: Settings, memoro: Memoro, shared_key: str) -> Any:
+    from memoro.web.app import create_app
+    from memoro.web.security import AuthConfig
+
+    auth = AuthConfig.from_settings(settings, shared_key=shared_key)
+    provider = None
+    if settings.llm != "none":
+        from memoro.agent import make_provider
+
+        provider = make_provider(
+            settings.llm, settings.llm_model, settings.llm_url, settings.llm_key
+        )
+    return create_app(memoro, auth, provider)
+
+
+def child_app() -> Any:
+    """The app of one process of ``memoro serve --workers N`` (a uvicorn
+    factory): settings from the environment the parent set."""
+    settings = Settings.from_env()
+    log_to_stderr(settings.log_level)
+    memoro = Memoro(settings.open_store(), settings, worker=False)
+    atexit.register(memoro.close)
+    return _app(settings, memoro, shared_key=os.environ.get(SHARED_KEY, ""))
 
 
 def _exit(signum: int, frame: FrameType | None) -> None:

@@ -72,6 +72,11 @@ class LocalEmbedder:
         first text."""
         self._encoder()
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory (a search need not wait for it)."""
+        return self._model is not None
+
     def _encoder(self) -> MiniLM:
         from memoro.history.minilm import MiniLM
 

@@ -19,6 +19,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from memoro import metrics
 from memoro.history.chunking import chunk, turn_text
 from memoro.history.embed import Embedder, LocalEmbedder
 from memoro.models import Job
@@ -230,6 +232,7 @@ class Worker:
                         embedded,
                         model,
                     )
+                    metrics.observe_indexed(1)
 
     def _chunks(self, job: Job) -> _Indexing | None:
         turn_id = int(str(job.payload["turn_id"]))
@@ -244,7 +247,9 @@ class Worker:
         if self.embedder is None:
             return [None] * len(turns)
         flat = [c for chunks in turns for c in chunks]
+        start = time.perf_counter()
         vectors = self.embedder.embed_documents(flat) if flat else []
+        metrics.observe_embedding(len(flat), time.perf_counter() - start)
         out: list[list[Floats] | None] = []
         pos = 0
         for chunks in turns:

@@ -32,6 +32,7 @@ from memoro.models import (
     Job,
     JobStatus,
     NewTurn,
+    QueueStats,
     RecordedTurn,
     StoredBlock,
     Turn,
@@ -239,6 +240,20 @@ class JobQueue(Protocol):
         ...
 
 
+class Monitoring(Protocol):
+    """Read-only figures for health checks and metrics: nothing of a user."""
+
+    def schema_versions(self) -> tuple[int, int]:
+        """(the schema version in the database, the one this memoro needs);
+        raises when the database cannot be read."""
+        ...
+
+    def queue_stats(self) -> QueueStats:
+        """The whole queue's counts by status and its ages, whatever role
+        this store connects as."""
+        ...
+
+
 class ImportStore(Protocol):
     """Files uploaded for import, in parts, and each import's progress."""
 
@@ -292,9 +307,20 @@ class ImportStore(Protocol):
 
 
 class Store(
-    BlockStore, HistoryStore, SearchIndex, VectorMaintenance, JobQueue, ImportStore, Protocol
+    BlockStore,
+    HistoryStore,
+    SearchIndex,
+    VectorMaintenance,
+    JobQueue,
+    ImportStore,
+    Monitoring,
+    Protocol,
 ):
     """Storage of every user's block, audit log, past turns, jobs and imports."""
+
+    inline_reads: bool
+    """Whether a one-row read is a local read that never waits (SQLite's
+    WAL readers), cheap enough to run on an event loop."""
 
     def close(self) -> None:
         """Release connections; the store cannot be used afterwards."""

@@ -5,12 +5,14 @@ memoro.client.MemoroClient is its Python client.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
 
 from memoro import block, inputs
 from memoro.envelope import error_body
@@ -19,7 +21,7 @@ from memoro.prompt import SystemPrompt
 from memoro.service import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT, Memoro
 from memoro.tools import anthropic_tools, openai_tools
 from memoro.turns import MAX_TURN_CHARS
-from memoro.web.security import current_user
+from memoro.web.security import authenticated_user
 
 # The service enforces every rule (memoro.inputs); these schemas only state
 # them, so that each input gets one answer with one message on every path.
@@ -55,10 +57,10 @@ def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
 
 
 router = APIRouter(prefix="/v1", responses=errors(400, 401, 403, 413, 415, 422))
-User = Annotated[str, Depends(current_user)]
+User = Annotated[str, Depends(authenticated_user)]
 
 
-def service(request: Request) -> Memoro:
+async def service(request: Request) -> Memoro:
     memoro: Memoro = request.app.state.memoro
     return memoro
 
@@ -278,19 +280,29 @@ def audit(user: User, memoro: Service, limit: Annotated[int, Query(ge=1, le=1000
 
 
 @router.get("/prompt", response_model=PromptOut, summary="The system prompt for this turn")
-def prompt(
-    user: User,
-    memoro: Service,
+async def prompt(
+    request: Request,
     instructions: Annotated[str, Query(max_length=20_000)] = "",
-) -> PromptOut:
-    system: SystemPrompt = memoro.system_prompt(user, instructions=instructions)
-    return PromptOut(
-        text=system.text,
-        stable=system.stable,
-        memory=system.memory,
-        openai=system.openai(),
-        anthropic=system.anthropic(),
-    )
+) -> Response:
+    user = await authenticated_user(request)  # not a dependency: FastAPI's cost more
+    memoro: Memoro = request.app.state.memoro
+    # every turn of every chat fetches it, so it takes the shortest path: the
+    # JSON written directly (PromptOut documents it), and on SQLite the read
+    # of one row on the event loop — microseconds, and a WAL reader never
+    # waits for a writer — rather than a hop to a thread (a network database's)
+    if memoro.reads_inline:
+        system: SystemPrompt = memoro.system_prompt(user, instructions=instructions)
+    else:
+        system = await run_in_threadpool(memoro.system_prompt, user, instructions=instructions)
+    shape = {
+        "text": system.text,
+        "stable": system.stable,
+        "memory": system.memory,
+        "openai": system.openai(),
+        "anthropic": system.anthropic(),
+    }
+    body = json.dumps(shape, ensure_ascii=False, separators=(",", ":")).encode()
+    return Response(body, media_type="application/json")
 
 
 @router.post("/turns", response_model=TurnOut, status_code=201, summary="Record a finished turn")

@@ -1,15 +1,12 @@
 """The ASGI app of ``memoro serve``: the v1 API, the settings pages, their
-static assets, the API reference (reference.py), one log line per request,
-and one mapping of memoro's errors to HTTP statuses."""
+static assets, the API reference (reference.py), /healthz and /metrics
+(ops.py), what every request passes through (edges.py), and one mapping of
+memoro's errors to HTTP statuses."""
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
-import logging
-import re
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -39,10 +36,10 @@ from memoro.errors import (
 )
 from memoro.mcp_server import MemoroMCP
 from memoro.service import Memoro
-from memoro.web import api, chat, imports, login, reference
+from memoro.web import api, chat, imports, login, ops, reference
 from memoro.web.chat import Agents
+from memoro.web.edges import Edges
 from memoro.web.security import (
-    CSP,
     AuthConfig,
     BodyLimit,
     Forbidden,
@@ -50,7 +47,6 @@ from memoro.web.security import (
 )
 
 HERE = Path(__file__).parent
-access_log = logging.getLogger("memoro.http")
 STATUS = {
     TooLarge: 413,
     Forbidden: 403,
@@ -67,6 +63,12 @@ STATUS = {
 def _error(code: str, message: str, status: int, **extra: Any) -> JSONResponse:
     # a message may quote what the client sent: keep it encodable
     return JSONResponse(error_body(code, message, **extra), status_code=status)
+
+
+async def _refuse_non_json(scope: Any, receive: Any, send: Any) -> None:
+    await _error("unsupported_media_type", "send JSON (application/json)", 415)(
+        scope, receive, send
+    )
 
 
 def block_rules_js() -> str:
@@ -94,6 +96,7 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        ops.warm_in_background(memoro)
         async with mcp_sessions():
             yield
 
@@ -109,11 +112,14 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
     app.state.memoro = memoro
     app.state.auth = auth
     app.state.agents = Agents(provider) if provider is not None else None
+    app.state.metrics_token = memoro.settings.metrics_token
     app.add_middleware(BodyLimit)
+    app.add_middleware(Edges, refuse=_refuse_non_json)  # outermost: it times the others
     app.include_router(api.router)
     app.include_router(imports.router)
     app.include_router(chat.router, include_in_schema=provider is not None)
     app.include_router(login.router)
+    app.include_router(ops.router)
     app.openapi = lambda: reference.openapi(app)  # type: ignore[method-assign]
     rules = block_rules_js()
 
@@ -152,48 +158,6 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
             }
             response.headers["Allow"] = ", ".join(sorted(methods))
         return response
-
-    @app.middleware("http")
-    async def headers(request: Request, call_next: Any) -> Response:
-        has_body = request.headers.get("content-length", "0") != "0" or (
-            "transfer-encoding" in request.headers
-        )
-        upload = request.method == "POST" and request.url.path == "/v1/imports"
-        if has_body and request.url.path.startswith("/v1/") and not upload:
-            kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-            if kind != "application/json":
-                return _error("unsupported_media_type", "send JSON (application/json)", 415)
-        response: Response = await call_next(request)
-        response.headers.setdefault("Content-Security-Policy", CSP)
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        response.headers.setdefault("Referrer-Policy", "no-referrer")
-        response.headers["X-Frame-Options"] = "DENY"
-        if request.url.path.startswith("/v1/"):
-            response.headers["Cache-Control"] = "no-store"
-        return response
-
-    @app.middleware("http")
-    async def logged(request: Request, call_next: Any) -> Response:
-        """Outermost: one line per request at info level: method, path (the route, so no
-        id or query text of a user), status, milliseconds, a hash of the user."""
-        start = time.perf_counter()
-        status = 500
-        try:
-            response: Response = await call_next(request)
-            status = response.status_code
-            return response
-        finally:
-            if access_log.isEnabledFor(logging.INFO):
-                route = request.scope.get("route")
-                path = re.sub(r":\w+}", "}", getattr(route, "path", None) or request.url.path)
-                user = getattr(request.state, "user_id", None)
-                who = hashlib.sha256(user.encode()).hexdigest()[:10] if user else "-"
-                ms = (time.perf_counter() - start) * 1000
-                access_log.info("%s %s %d %.1f ms user %s", request.method, path, status, ms, who)
-
-    @app.get("/healthz", include_in_schema=False)
-    def healthz() -> dict[str, str]:
-        return {"status": "ok"}
 
     @app.get("/static/block-rules.js", include_in_schema=False)
     def block_rules() -> Response:

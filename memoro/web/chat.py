@@ -23,10 +23,10 @@ from memoro.errors import InvalidInput
 from memoro.tools import describe
 from memoro.turns import check_conversation
 from memoro.web.api import ID_SCHEMA, ErrorOut, Service
-from memoro.web.security import current_user
+from memoro.web.security import authenticated_user
 
 router = APIRouter(prefix="/v1")
-User = Annotated[str, Depends(current_user)]
+User = Annotated[str, Depends(authenticated_user)]
 MAX_AGENTS = 1000
 log = logging.getLogger("memoro.chat")
 

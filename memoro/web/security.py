@@ -4,6 +4,7 @@ inert (CSP) and the request-size limit."""
 
 from __future__ import annotations
 
+import hmac
 import json
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from fastapi import Request
+from starlette.concurrency import run_in_threadpool
 
 from memoro.auth import SESSION_COOKIE, Claims, Sessions, TokenVerifier
 from memoro.envelope import error_body
@@ -59,8 +61,11 @@ class AuthConfig:
         return cls(mode, local_user)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> AuthConfig:
-        return cls.build(
+    def from_settings(cls, settings: Settings, *, shared_key: str = "") -> AuthConfig:
+        """``shared_key``: the same random key in every process of one
+        ``memoro serve --workers N``, so that each accepts the others' page
+        sessions (without MEMORO_SECRET) and local CSRF value."""
+        config = cls.build(
             settings.auth,
             settings.secret,
             settings.local_user,
@@ -70,6 +75,11 @@ class AuthConfig:
             user_claim=settings.user_claim,
             clock_skew=settings.clock_skew,
         )
+        if shared_key:
+            config.local_csrf = hmac.new(shared_key.encode(), b"local csrf", "sha256").hexdigest()
+            if config.sessions is not None and not settings.secret:
+                config.sessions = Sessions(shared_key)
+        return config
 
     def session(self, request: Request) -> Claims | None:
         """The request's valid session, if it has one."""
@@ -102,6 +112,23 @@ def current_user(request: Request) -> str:
     user = _current_user(request)
     request.state.user_id = user  # for the request's log line
     return user
+
+
+async def authenticated_user(request: Request) -> str:
+    """``current_user`` for FastAPI's Depends, on the event loop: checking an
+    HS256 token or a session is CPU only, and a token verified lately is a
+    dictionary look-up, both less than a hop to a worker thread; a new token
+    whose key may have to be fetched (JWKS) is checked on a thread."""
+    auth: AuthConfig = request.app.state.auth
+    if auth.tokens is not None and auth.tokens.fetches_keys and not _known_token(request, auth):
+        return await run_in_threadpool(current_user, request)
+    return current_user(request)
+
+
+def _known_token(request: Request, auth: AuthConfig) -> bool:
+    header = request.headers.get("authorization", "")
+    token = header[7:].strip() if header.lower().startswith("bearer ") else ""
+    return bool(token) and auth.tokens is not None and auth.tokens.cached(token) is not None
 
 
 def _current_user(request: Request) -> str:

@@ -31,6 +31,7 @@ from memoro.store.base import Store
 from memoro.store.blocks import SqlBlocks
 from memoro.store.dialect import Conn
 from memoro.store.postgres._db import JOBS_CHANNEL, PG, PgConn, migrate
+from memoro.store.postgres.health import PgHealth
 from memoro.store.postgres.history import PgHistory
 from memoro.store.postgres.jobs import PgJobs
 from memoro.store.postgres.search import PgSearch
@@ -42,11 +43,12 @@ POOL_TIMEOUT = 10.0
 """Seconds a request waits for a database connection before it fails."""
 
 
-class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, Store):
+class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, PgHealth, Store):
     """The Store on PostgreSQL: a pool of connections, each transaction
     scoped to one user by row-level security."""
 
     dialect = PG
+    inline_reads = False
 
     def __init__(
         self, url: str, *, min_size: int = 1, max_size: int = 10, timeout: float = POOL_TIMEOUT

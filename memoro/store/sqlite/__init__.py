@@ -12,19 +12,21 @@ from memoro.store.blocks import SqlBlocks
 from memoro.store.sqlite import cache
 from memoro.store.sqlite._db import SQLITE, Database
 from memoro.store.sqlite.bm25 import KeywordIndex
+from memoro.store.sqlite.health import Health
 from memoro.store.sqlite.history import History
 from memoro.store.sqlite.jobs import Jobs
 from memoro.store.sqlite.vectors import VectorCache
 from memoro.store.uploads import SqlUploads
 
 
-class SqliteStore(SqlBlocks, History, Jobs, SqlUploads, Store):
+class SqliteStore(SqlBlocks, History, Jobs, SqlUploads, Health, Store):
     """A Store on one SQLite file; safe to share between threads and with
     other processes on the same file. One writer at a time (BEGIN
     IMMEDIATE), so a write transaction needs no lock of its own."""
 
     dialect = SQLITE
     runs_jobs = True
+    inline_reads = True
 
     def __init__(self, path: str | Path, *, cache_mb: int = cache.DEFAULT_MB) -> None:
         self.db = Database(path)
