@@ -56,6 +56,20 @@ def _mean(rows: list[Row], pick: Callable[[Row], float]) -> float:
     return sum(map(pick, rows)) / len(rows) if rows else float("nan")
 
 
+def _both(rows: list[Row]) -> str:
+    return f"{_mean(rows, lambda r: r[1]):.3f} / {_mean(rows, lambda r: r[2]):.3f}"
+
+
+def _fold_mean(cells: list[list[str]]) -> list[str]:
+    """Each column's mean over the folds that have it (a fold without, say,
+    open-domain questions is left out of that column)."""
+    means = []
+    for column in zip(*cells, strict=True):
+        values = [float(v) for v in column if v != "—"]
+        means.append(f"{sum(values) / len(values):.3f}" if values else "—")
+    return means
+
+
 def report(memoro: Memoro, questions: list[dict[str, Any]]) -> str:
     """The leave-one-conversation-out tables, as Markdown."""
     found = [gather(memoro.store, memoro.embedder, q["user"], q["question"]) for q in questions]
@@ -93,6 +107,8 @@ def report(memoro: Memoro, questions: list[dict[str, Any]]) -> str:
     ]
     pooled_tuned: list[tuple[Row, dict[str, Any]]] = []
     pooled_fixed: list[tuple[Row, dict[str, Any]]] = []
+    per_fold: list[list[str]] = []
+    fixed_folds: list[list[str]] = []
     for held in folds:
 
         def training(q: dict[str, Any], held: str = held) -> bool:
@@ -107,14 +123,23 @@ def report(memoro: Memoro, questions: list[dict[str, Any]]) -> str:
         fixed = subset(rows(PRODUCT), lambda q, held=held: q["user"] == held)
         pooled_tuned += list(zip(tuned, held_questions, strict=True))
         pooled_fixed += list(zip(fixed, held_questions, strict=True))
+        per_fold.append(summary(tuned, held_questions))
+        fixed_folds.append(summary(fixed, held_questions))
         named = ", ".join(f"{k} {v:g}" for k, v in best.items())
         lines.append(
             f"| {held} | {named} | "
-            + " | ".join(summary(tuned, held_questions))
+            + " | ".join(per_fold[-1])
             + " | "
-            + " | ".join(summary(fixed, held_questions))
+            + " | ".join(fixed_folds[-1])
             + " |"
         )
+    lines.append(
+        "| **mean of the folds** | | "
+        + " | ".join(_fold_mean(per_fold))
+        + " | "
+        + " | ".join(_fold_mean(fixed_folds))
+        + " |"
+    )
     lines.append(
         "| **all held-out questions** | | "
         + " | ".join(summary([r for r, _ in pooled_tuned], [q for _, q in pooled_tuned]))
@@ -125,8 +150,8 @@ def report(memoro: Memoro, questions: list[dict[str, Any]]) -> str:
 
     sensitivity = [
         "",
-        "One constant varied, the others at the product's values; R@10 per conversation"
-        " and over all questions:",
+        "One constant varied, the others at the product's values; R@10 / NDCG@10 per"
+        " conversation and over all questions:",
         "",
         "| constant | value | " + " | ".join(folds) + " | all |",
         "|---|---:|" + "---:|" * (len(folds) + 1),
@@ -135,14 +160,9 @@ def report(memoro: Memoro, questions: list[dict[str, Any]]) -> str:
         for value in values:
             constants = {**PRODUCT, name: value}
             all_rows = rows(constants)
-            cells = [
-                f"{_mean(subset(all_rows, lambda q, f=f: q['user'] == f), lambda r: r[1]):.3f}"
-                for f in folds
-            ]
+            cells = [_both(subset(all_rows, lambda q, f=f: q["user"] == f)) for f in folds]
             mark = " (product)" if value == PRODUCT[name] else ""
             sensitivity.append(
-                f"| {name} | {value:g}{mark} | "
-                + " | ".join(cells)
-                + f" | {_mean(all_rows, lambda r: r[1]):.3f} |"
+                f"| {name} | {value:g}{mark} | " + " | ".join(cells) + f" | {_both(all_rows)} |"
             )
     return "\n".join(lines + sensitivity)
