@@ -99,6 +99,18 @@ def test_a_damaged_cached_model_file_is_rebuilt_never_used(tmp_path: Path) -> No
     assert model_file.load(model_dir(), "fp32", tmp_path) == built
 
 
+def test_the_runtime_reads_the_checked_file_itself_or_in_memory_bytes(tmp_path: Path) -> None:
+    """ONNX Runtime gets the cached file's path (no second copy of the model
+    in the process); without a writable cache it gets bytes built in memory."""
+    found = model_file.locate(model_dir(), "fp32", tmp_path)
+    assert isinstance(found, Path) and found.parent == tmp_path
+    assert model_file.locate(model_dir(), "fp32", tmp_path) == found  # checked, reused
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("a file where the cache directory should be")
+    built = model_file.locate(model_dir(), "fp32", blocked)
+    assert isinstance(built, bytes) and built == found.read_bytes()
+
+
 BUILD = """
 import hashlib, logging, sys
 from pathlib import Path

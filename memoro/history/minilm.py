@@ -68,8 +68,11 @@ class MiniLM:
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
+        source = model_file.locate(path, variant, cache)
         self.session = ort.InferenceSession(
-            model_file.load(path, variant, cache), options, providers=["CPUExecutionProvider"]
+            str(source) if isinstance(source, Path) else source,
+            options,
+            providers=["CPUExecutionProvider"],
         )
 
     def token_ids(self, text: str) -> list[int]:

@@ -38,27 +38,31 @@ def cache_dir() -> Path:
 
 
 def load(weights_dir: Path, variant: str, directory: Path | None = None) -> bytes:
-    """The model file's bytes for ``variant``, built first if missing or
-    damaged. Without a writable cache directory it is built in memory."""
+    """The model file's bytes for ``variant`` (see ``locate``)."""
+    found = locate(weights_dir, variant, directory)
+    return found.read_bytes() if isinstance(found, Path) else found
+
+
+def locate(weights_dir: Path, variant: str, directory: Path | None = None) -> Path | bytes:
+    """The checked model file for ``variant``, built first if missing or
+    damaged; its bytes when there is no writable cache directory (built in
+    memory). A path lets ONNX Runtime read the file itself, so the process
+    never holds a second copy of the model."""
     if variant not in VARIANTS:
         raise ConfigError(f"the local model comes as {' or '.join(VARIANTS)}, not {variant!r}")
-    weights = weights_dir / "model.safetensors"
-    digest = _sha256(weights.read_bytes())
+    digest = _file_sha256(weights_dir / "model.safetensors")
     directory = directory or cache_dir()
     path = directory / f"all-MiniLM-L6-v2-{digest[:16]}-{variant}-b{BUILDER_VERSION}.onnx"
-    found = _read_checked(path)
-    if found is not None:
-        return found
+    if _checked(path):
+        return path
     try:
         directory.mkdir(parents=True, exist_ok=True)
         with _locked(path.with_name(path.name + ".lock")):
-            found = _read_checked(path)  # another process built it while we waited
-            if found is not None:
-                return found
+            if _checked(path):  # another process built it while we waited
+                return path
             log.info("building the local embedding model (%s) in %s", variant, directory)
-            data = _build(weights_dir, variant, directory)
-            _write_atomically(path, data)
-            return data
+            _write_atomically(path, _build(weights_dir, variant, directory))
+            return path
     except OSError as exc:
         log.warning("cannot keep the model file in %s (%s); building it in memory", directory, exc)
         with tempfile.TemporaryDirectory() as scratch:
@@ -69,21 +73,30 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _file_sha256(path: Path) -> str:
+    """The file's SHA-256, read in pieces (never the whole file in memory)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for piece in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(piece)
+    return digest.hexdigest()
+
+
 def _checksum_path(path: Path) -> Path:
     return path.with_name(path.name + ".sha256")
 
 
-def _read_checked(path: Path) -> bytes | None:
-    """The file's bytes if they match the checksum written with them."""
+def _checked(path: Path) -> bool:
+    """Whether the file's bytes match the checksum written with them."""
     try:
-        data = path.read_bytes()
         expected = _checksum_path(path).read_text("ascii").strip()
+        actual = _file_sha256(path)
     except (OSError, UnicodeDecodeError):
-        return None
-    if _sha256(data) != expected:
+        return False
+    if actual != expected:
         log.warning("the cached model file %s is damaged; rebuilding it", path)
-        return None
-    return data
+        return False
+    return True
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
