@@ -18,12 +18,12 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-from memoro.store.postgres.local import in_database
 
 from memoro.auth import Signer
 from memoro.models import Writer
 from memoro.service import Memoro
 from memoro.settings import Settings
+from memoro.store.postgres.local import in_database
 from memoro.store.sqlite import SqliteStore
 from memoro.testing import HashEmbedder
 from memoro.web.security import AuthConfig

@@ -76,6 +76,7 @@ def test_migrations_run_once(postgres: tuple[str, str]) -> None:
         "user_keys",
         "queue_stats",
         "no_text_statistics",
+        "read_block",
     ]
     assert len(rows) == len(migrations.load("postgres"))
 

@@ -27,6 +27,8 @@ CROSS_USER_FUNCTIONS = {
     "memoro_count_missing": "SELECT * FROM memoro_count_missing('hash')",
 }
 HARMLESS = {"memoro_is_worker"}
+# one user's rows, with the caller's rights: what the caller could read anyway
+ONE_USER = {"memoro_read_block"}
 # across users on purpose, for monitoring: counts and ages, no user, payload or error
 COUNTS_ONLY = {"memoro_queue_stats": ["status", "jobs", "oldest_seconds", "oldest_live_seconds"]}
 
@@ -67,7 +69,7 @@ def test_the_app_role_cannot_read_across_users_through_any_function(
             )
         }
         # a new one must be listed
-        assert defined == set(CROSS_USER_FUNCTIONS) | HARMLESS | set(COUNTS_ONLY)
+        assert defined == set(CROSS_USER_FUNCTIONS) | HARMLESS | set(COUNTS_ONLY) | ONE_USER
         for name, columns in COUNTS_ONLY.items():
             found = conn.execute(f"SELECT * FROM {name}()")
             assert [c.name for c in found.description or ()] == columns
@@ -81,6 +83,14 @@ def test_the_app_role_cannot_read_across_users_through_any_function(
             conn.execute("SELECT set_config('memoro.user_id', '', false)")
             assert name
     app, _ = roles
+    app.write_block("ann", "ann's block", writer="user")
+    app.write_block("bob", "bob's block", writer="user")
+    with psycopg.connect(postgres_server.app, autocommit=True) as conn:
+        rows = conn.execute("SELECT user_id, text FROM memoro_read_block('ann')").fetchall()
+        assert rows == [("ann", "ann's block")]
+        after = conn.execute("SELECT count(*) FROM memory_blocks").fetchone()
+        assert after == (0,)  # the user it set lasted only for its own statement
+    assert app.read_block("bob").text == "bob's block"  # type: ignore[union-attr]
     with pytest.raises(StoreError, match="run it as the worker role"):
         app.index_status()
     with pytest.raises(StoreError, match="run it as the worker role"):

@@ -11,7 +11,7 @@ from memoro.models import AuditEntry, AuditRecord, Operation, StoredBlock, Write
 from memoro.store.dialect import Conn, Dialect, SqlBackend, utcnow
 
 
-def _block(d: Dialect, row: Any) -> StoredBlock | None:
+def block_from_row(d: Dialect, row: Any) -> StoredBlock | None:
     if row is None:
         return None
     return StoredBlock(
@@ -35,7 +35,7 @@ class SqlBlockTransaction:
         row = self._conn.execute(
             "SELECT * FROM memory_blocks WHERE user_id = ?", (self._user_id,)
         ).fetchone()
-        return _block(self._d, row)
+        return block_from_row(self._d, row)
 
     def put(self, text: str, audit: AuditRecord) -> StoredBlock:
         at = utcnow()
@@ -101,7 +101,7 @@ class SqlBlocks(SqlBackend):
             row = conn.execute(
                 "SELECT * FROM memory_blocks WHERE user_id = ?", (user_id,)
             ).fetchone()
-        return _block(self.dialect, row)
+        return block_from_row(self.dialect, row)
 
     @contextmanager
     def block_transaction(self, user_id: str) -> Iterator[SqlBlockTransaction]:

@@ -26,9 +26,10 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ConfigError("PostgreSQL needs: pip install 'memoro[postgres]'") from exc
 
+from memoro.models import StoredBlock
 from memoro.store import migrations
 from memoro.store.base import Store
-from memoro.store.blocks import SqlBlocks
+from memoro.store.blocks import SqlBlocks, block_from_row
 from memoro.store.dialect import Conn
 from memoro.store.postgres._db import JOBS_CHANNEL, PG, PgConn, migrate
 from memoro.store.postgres.health import PgHealth
@@ -142,6 +143,18 @@ class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, PgHealth
         with self.connection() as conn, conn.transaction():
             conn.execute("SELECT set_config('memoro.user_id', %s, true)", (user_id,))
             yield conn
+
+    def read_block(self, user_id: str) -> StoredBlock | None:
+        # one statement in its own implicit transaction (the prompt fetch's
+        # read): one round trip after the pool's check, where a transaction
+        # takes four (migration 11)
+        with self.connection() as conn:
+            conn.autocommit = True
+            try:
+                row = conn.execute("SELECT * FROM memoro_read_block(%s)", (user_id,)).fetchone()
+            finally:
+                conn.autocommit = False
+        return block_from_row(PG, row)
 
     @contextmanager
     def _read(self, user_id: str) -> Iterator[Conn]:
