@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import random
+import re
 import time
 import zipfile
 from datetime import UTC, datetime
@@ -411,6 +412,28 @@ def test_a_memoro_export_whose_conversations_are_no_list_is_refused(
     path = tmp_path / "export.json"
     path.write_text(EXPORT_HEAD + f'"conversations": {conversations}}}')
     with pytest.raises(InvalidInput, match="its conversations are not a list"):
+        read_file(path)
+
+
+@pytest.mark.parametrize(
+    ("version", "why"),
+    [
+        ("2", "version 2, and this memoro reads version 1: upgrade memoro"),
+        ('"1"', "version '1'"),
+        ("true", "version True"),
+        ("null", "version None"),
+    ],
+)
+def test_an_export_of_a_version_this_memoro_cannot_read_is_refused(
+    tmp_path: Path, version: str, why: str
+) -> None:
+    """I5: an export from a newer memoro (or with no readable version) is
+    refused before anything is read, saying why."""
+    path = tmp_path / "export.json"
+    head = EXPORT_HEAD.replace('"version": 1', f'"version": {version}')
+    assert head != EXPORT_HEAD
+    path.write_text(head + '"conversations": []}')
+    with pytest.raises(InvalidInput, match=re.escape(why)):
         read_file(path)
 
 

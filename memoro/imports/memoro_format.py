@@ -90,16 +90,25 @@ def _check_header(source: Source, member: str) -> None:
     """The file's own tag, and a list where the conversations go; read up
     to the conversations only."""
     tag: object = None
+    version: object = None
     with source.stream(member) as stream:
         for key, event, value in jsonstream.top_keys(stream, member):
             if key == "format":
                 tag = value
+            elif key == "version":
+                version = value
             elif key == "conversations":
                 if tag == FORMAT and event != "start_array":
                     raise InvalidInput(f"{member}: its conversations are not a list")
                 break
     if tag != FORMAT:
         raise InvalidInput(f"{member} is not a memoro export")
+    if version != VERSION or isinstance(version, bool):
+        raise InvalidInput(
+            f"{member} is a memoro export of version {version!r}, and this memoro reads"
+            f" version {VERSION}"
+            + (": upgrade memoro" if isinstance(version, int) and version > VERSION else "")
+        )
 
 
 def _conversation(raw: Any, tally: Tally) -> ImportedConversation:
