@@ -89,14 +89,20 @@ def test_a_long_text_is_embedded_in_overlapping_windows_covering_all_of_it(
     assert np.allclose(np.linalg.norm(windows, axis=1), 1.0, atol=1e-5)
 
 
+def _model_bytes(cache: Path) -> bytes:
+    found = model_file.locate(model_dir(), "fp32", cache)
+    assert isinstance(found, Path)
+    return found.read_bytes()
+
+
 def test_a_damaged_cached_model_file_is_rebuilt_never_used(tmp_path: Path) -> None:
-    built = model_file.load(model_dir(), "fp32", tmp_path)
+    built = _model_bytes(tmp_path)
     (path,) = tmp_path.glob("*.onnx")
     path.write_bytes(built[: len(built) // 2] + b"\0" * 64)  # torn or corrupted
-    assert model_file.load(model_dir(), "fp32", tmp_path) == built
+    assert _model_bytes(tmp_path) == built
     assert path.read_bytes() == built
     path.unlink()  # missing: built again
-    assert model_file.load(model_dir(), "fp32", tmp_path) == built
+    assert _model_bytes(tmp_path) == built
 
 
 def test_the_runtime_reads_the_checked_file_itself_or_in_memory_bytes(tmp_path: Path) -> None:
@@ -117,7 +123,8 @@ from pathlib import Path
 from memoro.history import model_file
 from memoro.history.minilm import model_dir
 logging.basicConfig(level=logging.INFO, format="%(message)s")
-data = model_file.load(model_dir(), "int8", Path(sys.argv[1]))
+found = model_file.locate(model_dir(), "int8", Path(sys.argv[1]))
+data = found.read_bytes() if isinstance(found, Path) else found
 print(hashlib.sha256(data).hexdigest())
 """
 

@@ -37,12 +37,6 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("memoro", appauthor=False))
 
 
-def load(weights_dir: Path, variant: str, directory: Path | None = None) -> bytes:
-    """The model file's bytes for ``variant`` (see ``locate``)."""
-    found = locate(weights_dir, variant, directory)
-    return found.read_bytes() if isinstance(found, Path) else found
-
-
 def locate(weights_dir: Path, variant: str, directory: Path | None = None) -> Path | bytes:
     """The checked model file for ``variant``, built first if missing or
     damaged; its bytes when there is no writable cache directory (built in

@@ -24,6 +24,11 @@ VISIBLE = (
 )
 """Joined to ``turns t``: keeps only turns of conversations not deleted."""
 
+VISIBLE_CHUNKS = (
+    " FROM chunks c JOIN turns t ON t.user_id = c.user_id AND t.id = c.turn_id" + VISIBLE
+)
+"""``chunks c`` with their turns ``t``, of conversations not deleted."""
+
 
 def turn_from_row(d: Dialect, row: Any) -> Turn:
     return Turn(
@@ -180,10 +185,7 @@ class SqlTurns(SqlQueue):
         with self._write(user_id) as conn:
             for chunk_id, windows in vectors.items():
                 if conn.execute(
-                    "SELECT 1 FROM chunks c"
-                    " JOIN turns t ON t.user_id = c.user_id AND t.id = c.turn_id"
-                    + VISIBLE
-                    + " WHERE c.id = ? AND c.user_id = ?",
+                    "SELECT 1" + VISIBLE_CHUNKS + " WHERE c.id = ? AND c.user_id = ?",
                     (chunk_id, user_id),
                 ).fetchone():
                     conn.execute(

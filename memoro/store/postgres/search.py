@@ -15,7 +15,7 @@ import numpy.typing as npt
 from memoro.store import keywords
 from memoro.store.dialect import SqlBackend
 from memoro.store.postgres._db import vector_literal
-from memoro.store.turns import VISIBLE
+from memoro.store.turns import VISIBLE, VISIBLE_CHUNKS
 
 # BM25 over one user's postings: w(term, idf) holds the query's terms; the
 # user's average chunk length comes in as a parameter.
@@ -164,8 +164,7 @@ class PgSearch(SqlBackend):
         with self._read(user_id) as conn:
             rows = conn.execute(
                 "SELECT c.id, t.id AS turn_id, t.conversation_id, t.at, c.text"
-                " FROM chunks c JOIN turns t ON t.user_id = c.user_id AND t.id = c.turn_id"
-                + VISIBLE
+                + VISIBLE_CHUNKS
                 + " WHERE c.user_id = %s AND c.id = ANY(%s)",
                 (user_id, list(chunk_ids)),
             ).fetchall()

@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 from memoro.store import keywords
 from memoro.store.keywords import K1, B, Query
+from memoro.store.sqlite import cache
 from memoro.store.sqlite._db import Database
 from memoro.store.sqlite.cache import Budget, give_back_memory, snapshot
 
@@ -349,10 +350,7 @@ class KeywordIndex:
     def _fresh(self, user_id: str) -> _UserIndex:
         conn = self._db.connect()
         with snapshot(conn):
-            row = conn.execute(
-                "SELECT removed_gen FROM history_state WHERE user_id = ?", (user_id,)
-            ).fetchone()
-            generation = row[0] if row else 0
+            generation = cache.generation(conn, user_id)
             with self._lock:
                 index = self._users.get(user_id)
                 if index is None or index.generation != generation:

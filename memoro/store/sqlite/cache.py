@@ -68,6 +68,15 @@ class Budget:
                 self._used -= old[0]
 
 
+def generation(conn: sqlite3.Connection, user_id: str) -> int:
+    """How many times the user's chunks or vectors were removed or replaced:
+    an in-memory index built at another generation is stale."""
+    row = conn.execute(
+        "SELECT removed_gen FROM history_state WHERE user_id = ?", (user_id,)
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
 @contextmanager
 def snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """One read transaction: the generation and the rows read agree."""

@@ -17,7 +17,7 @@ from memoro.store.queue import finish
 from memoro.store.sqlite._db import Database, now
 from memoro.store.sqlite.bm25 import KeywordIndex
 from memoro.store.sqlite.vectors import Scorer, VectorCache
-from memoro.store.turns import VISIBLE, SqlTurns
+from memoro.store.turns import VISIBLE, VISIBLE_CHUNKS, SqlTurns
 
 
 def _placeholders(n: int) -> str:
@@ -144,8 +144,7 @@ class History(SqlTurns):
     def chunks_missing_vectors(self, model: str, limit: int) -> list[tuple[int, str, str]]:
         """Visible chunks with no vector from ``model``: (chunk, user, text)."""
         rows = self.db.connect().execute(
-            "SELECT c.id, c.user_id, c.text FROM chunks c"
-            " JOIN turns t ON t.user_id = c.user_id AND t.id = c.turn_id" + VISIBLE + " WHERE"
+            "SELECT c.id, c.user_id, c.text" + VISIBLE_CHUNKS + " WHERE"
             " NOT EXISTS (SELECT 1 FROM vectors v WHERE v.chunk_id = c.id AND v.model = ?)"
             " ORDER BY c.id LIMIT ?",
             (model, limit),
@@ -154,13 +153,10 @@ class History(SqlTurns):
 
     def count_chunks_missing_vectors(self, model: str) -> tuple[int, int]:
         """(visible chunks without a vector from ``model``, visible chunks)."""
-        visible = (
-            "FROM chunks c JOIN turns t ON t.user_id = c.user_id AND t.id = c.turn_id" + VISIBLE
-        )
         conn = self.db.connect()
-        total = conn.execute(f"SELECT count(*) {visible}").fetchone()[0]
+        total = conn.execute("SELECT count(*)" + VISIBLE_CHUNKS).fetchone()[0]
         missing = conn.execute(
-            f"SELECT count(*) {visible} WHERE NOT EXISTS"
+            "SELECT count(*)" + VISIBLE_CHUNKS + " WHERE NOT EXISTS"
             " (SELECT 1 FROM vectors v WHERE v.chunk_id = c.id AND v.model = ?)",
             (model,),
         ).fetchone()[0]

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from memoro.store.sqlite import cache
 from memoro.store.sqlite._db import Database
 from memoro.store.sqlite.cache import Budget, give_back_memory, snapshot
 
@@ -291,10 +292,7 @@ class VectorCache:
     def _fresh(self, user_id: str, model: str) -> _UserVectors:
         conn = self._db.connect()
         with snapshot(conn):
-            row = conn.execute(
-                "SELECT removed_gen FROM history_state WHERE user_id = ?", (user_id,)
-            ).fetchone()
-            generation = row[0] if row else 0
+            generation = cache.generation(conn, user_id)
             with self._lock:
                 entry = self._entries.get((user_id, model))
                 if entry is None or entry.generation != generation:
