@@ -245,3 +245,17 @@ def test_c6_a_reindex_brings_no_deleted_conversation_back(history: Memoro) -> No
     history.reindex()
     for mode in ("hybrid", "keyword", "semantic"):
         assert turn_ids(history.search("ann", "heron regret", mode=mode)) == [kept.turn_id]
+
+
+def test_a_turn_with_no_searchable_word_is_indexed_and_search_still_works(
+    history: Memoro,
+) -> None:
+    """C3, C4: a turn of stopwords and punctuation alone has no keyword term;
+    loading the user's index must take it in stride (it once made SQLite's
+    first search a 500, found by schemathesis)."""
+    empty = history.record_turn("ann", "c1", "?", "and the")
+    found = history.record_turn("ann", "c1", "the heron at the lake", "ok")
+    history.index_pending()
+    assert turn_ids(history.search("ann", "heron", mode="keyword")) == [found.turn_id]
+    assert history.search("ann", "the", mode="keyword") == []
+    assert empty.turn_id in {t.id for t in history.conversation_turns("ann", "c1")}

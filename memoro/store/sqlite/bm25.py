@@ -45,7 +45,11 @@ sort's working memory small."""
 _TURNS = "SELECT id, conversation_id, seq FROM turns WHERE user_id = ?"
 _HIDDEN = "SELECT id FROM conversations WHERE user_id = ? AND deleted_at IS NOT NULL"
 # terms hold 8-byte ids, then 4-byte counts: SQL hands the two halves apart
-_SPLIT = "substr(terms, 1, length(terms) / 3 * 2), substr(terms, length(terms) / 3 * 2 + 1)"
+# (substr of an empty blob — a chunk with no term — is NULL, hence coalesce)
+_SPLIT = (
+    "coalesce(substr(terms, 1, length(terms) / 3 * 2), x''),"
+    " coalesce(substr(terms, length(terms) / 3 * 2 + 1), x'')"
+)
 _CHUNKS = f"SELECT id, turn_id, {_SPLIT}, length FROM chunks WHERE user_id = ?"
 _NEW = (
     f"SELECT c.id, c.turn_id, {_SPLIT}, c.length, t.conversation_id, t.seq FROM chunks c"
