@@ -20,10 +20,7 @@ from memoro.settings import Settings
 from memoro.store.sqlite import SqliteStore
 from memoro.testing import HashEmbedder
 
-TABLES = (
-    "memory_blocks, memory_audit, vectors, postings, chunks, turns, conversations, jobs,"
-    " history_users"
-)
+TABLES = "memory_blocks, memory_audit, vectors, chunks, turns, conversations, jobs, history_users"
 
 
 @dataclass

@@ -2,10 +2,10 @@
 
 For one user with 1k, 10k and 100k chunks it prints search latency (median,
 p95; hybrid includes embedding the query with the local model), the first
-search's time (on SQLite it loads the user's in-memory indexes) and, on
-SQLite, this process's resident memory after searching and at its peak,
-the recall@50 of the int8 first pass alone against exact float32 search,
-and how many chunks the exact re-rank of the top 200 scored.
+search's time (it loads the user's in-memory indexes), the bytes stored
+per chunk, this process's resident memory after searching and at its peak
+and, on SQLite, the recall@50 of the int8 first pass alone against exact
+float32 search and how many chunks the exact re-rank of the top 200 scored.
 ``--database`` picks the backends (see benchmarks/_backends.py); given
 twice, the tables come side by side. Indexing throughput is
 benchmarks/index.py.
@@ -45,8 +45,8 @@ from memoro import Memoro
 from memoro.history.embed import MODEL_IDS, LocalEmbedder
 from memoro.history.search import CANDIDATES
 from memoro.store import keywords
+from memoro.store.memory.vectors import Quantized
 from memoro.store.sqlite import SqliteStore
-from memoro.store.sqlite.vectors import Quantized
 
 Floats = np.typing.NDArray[np.float32]
 
@@ -120,9 +120,9 @@ class Row:
     reranked: float | None
     first: float
     """ms of the first (cold) search: loading the user's indexes included"""
-    rss: float | None
-    """this process's resident MB after the searches (None on PostgreSQL)"""
-    peak: float | None
+    rss: float
+    """this process's resident MB after the searches"""
+    peak: float
     stored: float
 
 
@@ -222,8 +222,7 @@ def scale(
                     t0 = time.perf_counter()
                     searcher.search("bench", q, limit=10, mode=mode)
                     times.append((time.perf_counter() - t0) * 1000)
-                # PostgreSQL keeps its index in the server; this process's
-                # memory would only repeat an earlier backend's
+                # after an earlier backend's run the peak is that run's too
                 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
                 rows.append(
                     Row(
@@ -235,8 +234,8 @@ def scale(
                         None,
                         None,
                         first,
-                        None if where.url else current_rss_mb(),
-                        None if where.url else peak,
+                        current_rss_mb(),
+                        peak,
                         stored,
                     )
                 )
@@ -280,28 +279,34 @@ def main() -> None:
         "| chunks | mode | "
         + " | ".join(f"{b} median ms | {b} p95 ms | {b} first search ms" for b in labels)
         + " | "
-        + " | ".join(f"{b} database MB" for b in labels)
+        + " | ".join(f"{b} database MB | {b} KB a chunk" for b in labels)
         + " |"
     )
-    print("|---:|---|" + "---:|" * (4 * len(labels)))
+    print("|---:|---|" + "---:|" * (5 * len(labels)))
     for i, row in enumerate(results[labels[0]]):
         cells = []
         for b in labels:
             r = results[b][i]
             first = f"{r.first:,.0f}" if r.mode == "hybrid" else "—"  # hybrid loaded the user
             cells += [f"{r.median:.2f}", f"{r.p95:.2f}", first]
-        cells += [f"{results[b][i].stored:,.0f}" for b in labels]
+        for b in labels:
+            stored = results[b][i].stored
+            cells += [f"{stored:,.0f}", f"{stored * 1024 / row.chunks:.1f}"]
         print(f"| {row.chunks:,} | {row.mode} | " + " | ".join(cells) + " |")
     print()
     for b in labels:
         for r in results[b]:
-            if r.rss is not None and r.mode == "keyword":
-                print(
+            if r.mode == "keyword":
+                line = (
                     f"{b} {r.chunks:,} chunks: RSS {r.rss:,.0f} MB after searching"
-                    f" (peak {r.peak:,.0f} MB; {before:,.0f} MB with the model loaded, before);"
-                    f" int8 first pass recall@50 {r.recall:.4f}, top {CANDIDATES} re-ranked"
-                    f" {r.reranked:,.0f} chunks"
+                    f" (peak {r.peak:,.0f} MB; {before:,.0f} MB with the model loaded, before)"
                 )
+                if r.recall is not None and r.reranked is not None:
+                    line += (
+                        f"; int8 first pass recall@50 {r.recall:.4f}, top {CANDIDATES}"
+                        f" re-ranked {r.reranked:,.0f} chunks"
+                    )
+                print(line)
         fill = sum(r.fill for r in results[b][::2])
         print(f"{b}: filling with stand-in vectors took {fill:.0f} s in this run")
 

@@ -100,8 +100,8 @@ SETTINGS: tuple[Setting, ...] = (
         name="cache_mb",
         env="MEMORO_CACHE_MB",
         default="256",
-        help="SQLite: memory in MB for the per-user search indexes (keyword postings and"
-        " vectors) kept between searches; the least recently searched users are dropped"
+        help="Memory in MB for the per-user search indexes (keyword postings and vectors)"
+        " each server process keeps between searches; the least recently searched users are dropped"
         " first and read again on their next search. A user with 100k chunks takes ~150 MB.",
         metavar="MB",
     ),
@@ -288,7 +288,7 @@ class Settings:
                 raise ConfigError("MEMORO_DATABASE_URL must be a postgresql:// URL")
             from memoro.store.postgres import PostgresStore
 
-            return PostgresStore(self.database_url)
+            return PostgresStore(self.database_url, cache_mb=self.cache_mb)
         from memoro.store.sqlite import SqliteStore
 
         return SqliteStore(self.database_path, cache_mb=self.cache_mb)

@@ -13,9 +13,10 @@ import pytest
 from memoro.errors import ConfigError
 from memoro.service import Memoro
 from memoro.settings import Settings
-from memoro.store.sqlite import SqliteStore, bm25
-from memoro.store.sqlite.cache import Budget
-from memoro.store.sqlite.vectors import Quantized, Scorer, _Groups
+from memoro.store.memory import bm25
+from memoro.store.memory.budget import Budget
+from memoro.store.memory.vectors import Quantized, Scorer, _Groups
+from memoro.store.sqlite import SqliteStore
 from memoro.testing import HashEmbedder
 
 USERS = ("u1", "u2", "u3")

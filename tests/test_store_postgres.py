@@ -77,6 +77,7 @@ def test_migrations_run_once(postgres: tuple[str, str]) -> None:
         "queue_stats",
         "no_text_statistics",
         "read_block",
+        "search_in_memory",
     ]
     assert len(rows) == len(migrations.load("postgres"))
 
@@ -565,3 +566,49 @@ def test_a_database_restart_is_survived_and_an_outage_is_a_503(tmp_path: Path) -
     with pytest.raises(StoreError, match="unavailable"):
         memoro.search("ann", "anything")
     memoro.close()
+
+
+def test_a_servers_in_memory_index_follows_what_other_processes_write(
+    postgres: tuple[str, str],
+) -> None:
+    """Search runs in each server's memory: a server that loaded a user sees
+    turns another process indexed since, on its next search, and never a
+    conversation another process deleted (C4, C6) — both for keyword and
+    semantic search, while four workers index the same user at once (their
+    chunk ids must reach the index in commit order, or one would be missed)."""
+    import threading
+
+    from memoro.history.worker import Worker
+    from memoro.testing import HashEmbedder
+
+    admin, url = postgres
+    pg.clean(admin)
+    embedder = HashEmbedder(dim=32)
+    server = PostgresStore(url)  # the searching process
+    writer = PostgresStore(url, max_size=8)  # another server and its workers
+    writer.record_turns("ann", [NewTurn("old", "the heron nests by the lake", "noted")])
+    Worker(writer, embedder, name="w").run_until_idle()
+    assert [t for _, t, _ in server.keyword_search("ann", "heron", 50)] == [1]
+
+    for i in range(80):
+        writer.record_turns("ann", [NewTurn(f"c{i % 4}", f"heron sighting {i}", "ok")])
+    workers = [Worker(writer, HashEmbedder(dim=32, delay=0.001), name=f"w{n}") for n in range(4)]
+    threads = [threading.Thread(target=w.run_until_idle) for w in workers]
+    for t in threads:
+        t.start()
+    seen = set()
+    while any(t.is_alive() for t in threads):  # search while they commit
+        seen |= {t for _, t, _ in server.keyword_search("ann", "heron", 200)}
+    for t in threads:
+        t.join()
+    found = {t for _, t, _ in server.keyword_search("ann", "heron", 200)}
+    assert found == set(range(1, 82)) and seen <= found
+    query = embedder.embed_query("heron sighting 7")
+    assert len(server.semantic("ann", embedder.model_id, query).top(200)) == 81
+
+    assert writer.delete_conversation("ann", "old")
+    assert 1 not in {t for _, t, _ in server.keyword_search("ann", "heron", 200)}
+    top = server.semantic("ann", embedder.model_id, embedder.embed_query("heron nests lake"))
+    assert 1 not in {t for _, t, _ in top.top(200)} and len(top.top(200)) == 80
+    server.close()
+    writer.close()

@@ -1,5 +1,5 @@
 """The large tables are ready for partitioning by user: every key of turns,
-chunks, vectors and postings holds user_id, so PostgreSQL's own hash
+chunks and vectors holds user_id, so PostgreSQL's own hash
 partitioning (and Citus, which needs the same) takes them as they are, and
 memoro works unchanged on top — with the same results as on SQLite and each
 user's rows only ever seen by that user (C5, S1, D5)."""
@@ -21,7 +21,7 @@ from memoro.store.sqlite import SqliteStore
 from memoro.testing import HashEmbedder
 from tests import postgres as pg
 
-LARGE = ("turns", "chunks", "vectors", "postings")
+LARGE = ("turns", "chunks", "vectors")
 PARTITIONS = 4
 POLICY = "user_id = current_setting('memoro.user_id', true)"
 
@@ -41,8 +41,7 @@ def _partition_by_user(owner: str) -> None:
                     f"CREATE TABLE {table}_{n} PARTITION OF {table}"
                     f" FOR VALUES WITH (MODULUS {PARTITIONS}, REMAINDER {n})"
                 )
-            if table != "postings":
-                conn.execute(f"ALTER SEQUENCE {table}_id_seq OWNED BY {table}.id")
+            conn.execute(f"ALTER SEQUENCE {table}_id_seq OWNED BY {table}.id")
             conn.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
             conn.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
             conn.execute(

@@ -160,23 +160,20 @@ class SqlTurns(SqlQueue):
             ).fetchone()
             if row is None or row["indexed_at"] is not None:
                 return True  # purged, deleted or already indexed: nothing to add
-            total = 0
             for ordinal, text in enumerate(chunks):
                 found = keywords.chunk_terms(text)
-                total += found.length
                 chunk_id = conn.execute(
                     "INSERT INTO chunks (turn_id, user_id, ordinal, text, terms, length)"
                     " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
                     (turn_id, user_id, ordinal, text, self._terms(found), found.length),
                 ).fetchone()["id"]
-                self._chunk_indexed(conn, user_id, chunk_id, found)
                 if vectors is not None and model is not None:
                     self._insert_vectors(conn, chunk_id, user_id, model, vectors[ordinal])
             conn.execute(
                 "UPDATE turns SET indexed_at = ? WHERE user_id = ? AND id = ?",
                 (self.dialect.time(utcnow()), user_id, turn_id),
             )
-            self._turn_indexed(conn, user_id, len(chunks), total)
+            self._turn_indexed(conn, user_id)
         return True
 
     def add_vectors(
@@ -205,13 +202,8 @@ class SqlTurns(SqlQueue):
     ) -> None:
         """Store a chunk's vectors from ``model``, one per window."""
 
-    def _chunk_indexed(
-        self, conn: Conn, user_id: str, chunk_id: int, found: keywords.ChunkTerms
-    ) -> None:
-        """A chunk was stored (a backend that keeps postings adds them)."""
-
-    def _turn_indexed(self, conn: Conn, user_id: str, chunks: int, length: int) -> None:
-        """A turn's ``chunks`` of ``length`` terms in all were stored."""
+    def _turn_indexed(self, conn: Conn, user_id: str) -> None:
+        """A turn of ``user_id`` was indexed."""
 
     def _vectors_changed(self, conn: Conn, user_id: str) -> None:
         """The user's vectors changed outside indexing (a new model's)."""

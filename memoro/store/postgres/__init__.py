@@ -31,11 +31,15 @@ from memoro.store import migrations
 from memoro.store.base import Store
 from memoro.store.blocks import SqlBlocks, block_from_row
 from memoro.store.dialect import Conn
+from memoro.store.memory import budget
+from memoro.store.memory.bm25 import KeywordIndex
+from memoro.store.memory.vectors import VectorCache
 from memoro.store.postgres._db import JOBS_CHANNEL, PG, PgConn, migrate
 from memoro.store.postgres.health import PgHealth
 from memoro.store.postgres.history import PgHistory
 from memoro.store.postgres.jobs import PgJobs
 from memoro.store.postgres.search import PgSearch
+from memoro.store.postgres.source import PgSnapshot
 from memoro.store.uploads import SqlUploads
 
 log = logging.getLogger("memoro.store")
@@ -52,9 +56,18 @@ class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, PgHealth
     inline_reads = False
 
     def __init__(
-        self, url: str, *, min_size: int = 1, max_size: int = 10, timeout: float = POOL_TIMEOUT
+        self,
+        url: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 10,
+        timeout: float = POOL_TIMEOUT,
+        cache_mb: int = budget.DEFAULT_MB,
     ) -> None:
         self.url = url
+        self.budget = budget.Budget(cache_mb << 20)
+        self.vectors = VectorCache(self._snapshot, self.budget)
+        self.keywords = KeywordIndex(self._snapshot, self.budget, on_load=self.vectors.prefetch)
         try:
             self.pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] = ConnectionPool(
                 url,
@@ -157,6 +170,15 @@ class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, PgHealth
         return block_from_row(PG, row)
 
     @contextmanager
+    def _snapshot(self, user_id: str) -> Iterator[PgSnapshot]:
+        """One read-only snapshot of ``user_id``'s rows (the in-memory
+        indexes read a generation and rows that agree)."""
+        with self.connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            conn.execute("SELECT set_config('memoro.user_id', %s, true)", (user_id,))
+            yield PgSnapshot(conn, user_id)
+
+    @contextmanager
     def _read(self, user_id: str) -> Iterator[Conn]:
         with self.transaction(user_id) as conn:
             yield PgConn(conn)
@@ -164,7 +186,9 @@ class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, PgHealth
     @contextmanager
     def _write(self, user_id: str) -> Iterator[Conn]:
         with self.transaction(user_id) as conn:
-            # serializes one user's writers, even while the rows do not exist
+            # serializes one user's writers, even while the rows do not exist,
+            # so one user's new chunk and vector ids grow in commit order: the
+            # in-memory indexes read "ids above the last seen" (source.py)
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (user_id,))
             yield PgConn(conn)
 
@@ -196,6 +220,8 @@ class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, PgHealth
             log.warning("VACUUM after a deletion failed: %s", exc)
 
     def close(self) -> None:
+        self.vectors.forget()
+        self.keywords.forget()
         self.pool.close()
 
 

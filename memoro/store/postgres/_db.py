@@ -87,6 +87,8 @@ def migrate(url: str, *, upto: int | None = None) -> None:
                 raw.execute(migration.sql.encode())
                 if migration.name == "keywords":
                     _backfill_keywords(conn)
+                elif migration.name == "search_in_memory":
+                    _pack_terms(conn)
 
             migrations.apply(conn, PG, run, upto=upto)
     except psycopg.Error as exc:
@@ -100,8 +102,6 @@ def _backfill_keywords(conn: PgConn) -> None:
     """Terms, postings and per-user statistics for chunks indexed before
     migration 3 (term ids are computed in Python, so SQL alone cannot); the
     vectors of deleted conversations go, as a deletion now does at once."""
-    from memoro.store.postgres.history import insert_postings
-
     # The owner of FORCE'd tables is held by their policies; lift that for
     # this transaction only, so the backfill reads and writes every user.
     for table in _OWNED:
@@ -118,7 +118,11 @@ def _backfill_keywords(conn: PgConn) -> None:
             (found.ids.tolist(), found.length, row["id"]),
         )
         if row["visible"]:
-            insert_postings(conn, row["user_id"], row["id"], found)
+            conn.execute(
+                "INSERT INTO postings (user_id, term, chunk_id, tf, length)"
+                " SELECT ?, t, ?, n, ? FROM unnest(?::bigint[], ?::integer[]) x (t, n)",
+                (row["user_id"], row["id"], found.length, *_lists(found)),
+            )
     conn.execute(
         "DELETE FROM vectors v USING chunks c, turns t, conversations cv"
         " WHERE v.chunk_id = c.id AND t.id = c.turn_id AND cv.user_id = t.user_id"
@@ -134,3 +138,29 @@ def _backfill_keywords(conn: PgConn) -> None:
     )
     for table in _OWNED:
         conn.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
+
+
+def _lists(found: keywords.ChunkTerms) -> tuple[list[int], list[int]]:
+    return found.ids.tolist(), found.counts.tolist()
+
+
+_PACK_BATCH = 1000
+
+
+def _pack_terms(conn: PgConn) -> None:
+    """Every chunk's terms packed as SQLite packs them (migration 12):
+    computed from the text again, so both backends hold the same bytes."""
+    conn.execute("ALTER TABLE chunks NO FORCE ROW LEVEL SECURITY")
+    after = 0
+    while rows := conn.execute(
+        "SELECT id, text FROM chunks WHERE id > ? ORDER BY id LIMIT ?", (after, _PACK_BATCH)
+    ).fetchall():
+        packed = [keywords.chunk_terms(r["text"]).pack() for r in rows]
+        conn.execute(
+            "UPDATE chunks c SET terms = x.terms FROM unnest(?::bigint[], ?::bytea[]) x (id, terms)"
+            " WHERE c.id = x.id",
+            ([r["id"] for r in rows], packed),
+        )
+        after = rows[-1]["id"]
+    conn.execute("ALTER TABLE chunks ALTER COLUMN terms SET NOT NULL")
+    conn.execute("ALTER TABLE chunks FORCE ROW LEVEL SECURITY")

@@ -1,6 +1,6 @@
 """Past conversations on PostgreSQL beyond what both backends share:
-indexing (chunks, keyword postings with each user's statistics, pgvector
-vectors), deletion, and vector maintenance across users. Every query names
+indexing (chunks with their packed terms, pgvector vectors), deletion, and
+vector maintenance across users. Every query names
 its user, even though row-level security would hide other users' rows
 anyway: RLS is the second wall, not the first."""
 
@@ -21,33 +21,21 @@ from memoro.store.queue import finish
 from memoro.store.turns import SqlTurns
 
 
-def insert_postings(conn: Conn, user_id: str, chunk_id: int, found: keywords.ChunkTerms) -> None:
-    """A chunk's keyword postings: one row per distinct term."""
-    conn.execute(
-        "INSERT INTO postings (user_id, term, chunk_id, tf, length)"
-        " SELECT %s, t, %s, n, %s FROM unnest(%s::bigint[], %s::integer[]) x (t, n)",
-        (user_id, chunk_id, found.length, found.ids.tolist(), found.counts.tolist()),
-    )
-
-
 class PgHistory(SqlTurns):
     """The past-conversation methods of PostgresStore."""
 
-    def _terms(self, found: keywords.ChunkTerms) -> list[int]:
-        return list(found.ids.tolist())
+    def _terms(self, found: keywords.ChunkTerms) -> bytes:
+        return found.pack()
 
-    def _chunk_indexed(
-        self, conn: Conn, user_id: str, chunk_id: int, found: keywords.ChunkTerms
-    ) -> None:
-        insert_postings(conn, user_id, chunk_id, found)
-
-    def _turn_indexed(self, conn: Conn, user_id: str, chunks: int, length: int) -> None:
+    def _turn_indexed(self, conn: Conn, user_id: str) -> None:
+        # the users that maintenance across users visits
         conn.execute(
-            "INSERT INTO history_users VALUES (?, ?, ?) ON CONFLICT (user_id) DO UPDATE"
-            " SET chunks = history_users.chunks + excluded.chunks,"
-            " length = history_users.length + excluded.length",
-            (user_id, chunks, length),
+            "INSERT INTO history_users (user_id) VALUES (?) ON CONFLICT (user_id) DO NOTHING",
+            (user_id,),
         )
+
+    def _vectors_changed(self, conn: Conn, user_id: str) -> None:
+        _bump(conn, user_id)
 
     def _insert_vectors(
         self, conn: Conn, chunk_id: int, user_id: str, model: str, windows: npt.NDArray[np.float32]
@@ -59,8 +47,9 @@ class PgHistory(SqlTurns):
         )
 
     def delete_conversation(self, user_id: str, conversation_id: str) -> bool:
-        """Hide the conversation at once — its postings and vectors go in the
-        same transaction, so search reads neither — and queue its purge."""
+        """Hide the conversation at once — its vectors go in the same
+        transaction and every server's in-memory index of the user is read
+        again — and queue its purge."""
         with self._write(user_id) as conn:
             done = conn.execute(
                 "UPDATE conversations SET deleted_at = now()"
@@ -69,21 +58,15 @@ class PgHistory(SqlTurns):
             ).rowcount
             if not done:
                 return False
-            # the conversation's chunks are read once; postings and vectors go
-            # and the user's keyword statistics shrink in the same statement
+            # its vectors go now, so a search's load never reads them
             conn.execute(
-                "WITH gone AS (SELECT c.id, c.terms, c.length FROM chunks c"
-                "  JOIN turns t ON t.user_id = c.user_id AND t.id = c.turn_id"
-                "  WHERE t.user_id = %(user)s AND t.conversation_id = %(conversation)s),"
-                " p AS (DELETE FROM postings p USING (SELECT id, unnest(terms) AS term FROM gone) g"
-                "  WHERE p.user_id = %(user)s AND p.term = g.term AND p.chunk_id = g.id),"
-                " v AS (DELETE FROM vectors v USING gone"
-                "  WHERE v.user_id = %(user)s AND v.chunk_id = gone.id)"
-                " UPDATE history_users h SET chunks = h.chunks - d.n, length = h.length - d.total"
-                " FROM (SELECT count(*) AS n, coalesce(sum(length), 0) AS total FROM gone) d"
-                " WHERE h.user_id = %(user)s",
+                "DELETE FROM vectors v USING chunks c, turns t"
+                " WHERE v.user_id = %(user)s AND c.user_id = %(user)s AND t.user_id = %(user)s"
+                " AND v.chunk_id = c.id AND c.turn_id = t.id"
+                " AND t.conversation_id = %(conversation)s",
                 {"user": user_id, "conversation": conversation_id},
             )
+            _bump(conn, user_id)
             self._enqueue(conn, "purge_conversation", user_id, {"conversation_id": conversation_id})
         return True
 
@@ -110,7 +93,7 @@ class PgHistory(SqlTurns):
             conn.execute(
                 "DELETE FROM conversations WHERE user_id = %(user)s AND id = %(conversation)s", mine
             )
-        self._deleted(("conversations", "turns", "chunks", "vectors", "postings"))
+        self._deleted(("conversations", "turns", "chunks", "vectors"))
         return True
 
     def vector_models(self) -> dict[str, int]:
@@ -149,4 +132,15 @@ class PgHistory(SqlTurns):
                 gone += conn.execute(
                     "DELETE FROM vectors WHERE user_id = %s AND model != %s", (user_id, keep_model)
                 ).rowcount
+                _bump(conn, user_id)
         return gone
+
+
+def _bump(conn: Conn, user_id: str) -> None:
+    """The user's chunks or vectors were removed or replaced: in-memory
+    indexes built before are stale."""
+    conn.execute(
+        "INSERT INTO history_users (user_id, generation) VALUES (?, 1) ON CONFLICT (user_id)"
+        " DO UPDATE SET generation = history_users.generation + 1",
+        (user_id,),
+    )

@@ -5,17 +5,19 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from functools import partial
 from pathlib import Path
 
 from memoro.store.base import Store
 from memoro.store.blocks import SqlBlocks
-from memoro.store.sqlite import cache
+from memoro.store.memory import budget
+from memoro.store.memory.bm25 import KeywordIndex
+from memoro.store.memory.vectors import VectorCache
 from memoro.store.sqlite._db import SQLITE, Database
-from memoro.store.sqlite.bm25 import KeywordIndex
 from memoro.store.sqlite.health import Health
 from memoro.store.sqlite.history import History
 from memoro.store.sqlite.jobs import Jobs
-from memoro.store.sqlite.vectors import VectorCache
+from memoro.store.sqlite.source import snapshot
 from memoro.store.uploads import SqlUploads
 
 
@@ -28,11 +30,12 @@ class SqliteStore(SqlBlocks, History, Jobs, SqlUploads, Health, Store):
     runs_jobs = True
     inline_reads = True
 
-    def __init__(self, path: str | Path, *, cache_mb: int = cache.DEFAULT_MB) -> None:
+    def __init__(self, path: str | Path, *, cache_mb: int = budget.DEFAULT_MB) -> None:
         self.db = Database(path)
-        self.budget = cache.Budget(cache_mb << 20)
-        self.vectors = VectorCache(self.db, self.budget)
-        self.keywords = KeywordIndex(self.db, self.budget, on_load=self.vectors.prefetch)
+        self.budget = budget.Budget(cache_mb << 20)
+        read = partial(snapshot, self.db)
+        self.vectors = VectorCache(read, self.budget)
+        self.keywords = KeywordIndex(read, self.budget, on_load=self.vectors.prefetch)
 
     @property
     def path(self) -> Path:

@@ -1,5 +1,5 @@
 """Past conversations on SQLite beyond what both backends share: indexing,
-deletion, the in-memory keyword and vector indexes, and vector maintenance.
+deletion, reading search hits, and vector maintenance.
 Every query is scoped to one user and skips conversations the user deleted."""
 
 from __future__ import annotations
@@ -12,11 +12,10 @@ import numpy.typing as npt
 
 from memoro.models import Job
 from memoro.store.dialect import Conn
-from memoro.store.keywords import ChunkTerms, query
+from memoro.store.keywords import ChunkTerms
+from memoro.store.memory.search import IndexedSearch
 from memoro.store.queue import finish
 from memoro.store.sqlite._db import Database, now
-from memoro.store.sqlite.bm25 import KeywordIndex
-from memoro.store.sqlite.vectors import Scorer, VectorCache
 from memoro.store.turns import VISIBLE, VISIBLE_CHUNKS, SqlTurns
 
 
@@ -24,12 +23,10 @@ def _placeholders(n: int) -> str:
     return ",".join("?" * n)
 
 
-class History(SqlTurns):
+class History(IndexedSearch, SqlTurns):
     """Past-conversation methods of SqliteStore."""
 
     db: Database
-    vectors: VectorCache
-    keywords: KeywordIndex
 
     # -- indexing ------------------------------------------------------------
 
@@ -102,22 +99,6 @@ class History(SqlTurns):
         return True
 
     # -- search ------------------------------------------------------------
-
-    def keyword_search(self, user_id: str, text: str, limit: int) -> list[tuple[int, int, float]]:
-        """Chunks matching words of ``text``: (chunk, turn, BM25 score)."""
-        return self.keywords.search(user_id, query(text), limit)
-
-    def semantic(self, user_id: str, model: str, query: npt.NDArray[np.float32]) -> Scorer:
-        """Exact cosine similarity of ``query`` to every chunk of the user."""
-        return self.vectors.scorer(user_id, model, query)
-
-    def turn_context(
-        self, user_id: str, turn_ids: Sequence[int]
-    ) -> tuple[dict[int, list[int]], dict[int, int]]:
-        """For each turn, the turns before and after it in its conversation,
-        and every chunk of those turns mapped to its turn (from the keyword
-        index, which holds every visible indexed chunk of the user)."""
-        return self.keywords.context(user_id, list(turn_ids))
 
     def chunk_hits(
         self, user_id: str, chunk_ids: Sequence[int]

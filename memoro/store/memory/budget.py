@@ -1,6 +1,5 @@
-"""What the SQLite backend's in-memory indexes share: their byte budget,
-the read snapshot they load in, and handing freed heap back after a load.
-Every user's keyword postings and vectors are charged to one LRU of bytes
+"""What the in-memory indexes share: their byte budget, and handing freed
+heap back after a load. Every user's keyword postings and vectors are charged to one LRU of bytes
 (``MEMORO_CACHE_MB``); when a load or a refresh takes the total over it,
 the least recently searched entries are dropped and read from the database
 again on their user's next search. The entries themselves live in
@@ -10,11 +9,9 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Hashable
 
 DEFAULT_MB = 256
 """Enough for a user with 100k chunks (~150 MB) and hundreds of typical
@@ -66,28 +63,6 @@ class Budget:
             old = self._sizes.pop(key, None)
             if old is not None:
                 self._used -= old[0]
-
-
-def generation(conn: sqlite3.Connection, user_id: str) -> int:
-    """How many times the user's chunks or vectors were removed or replaced:
-    an in-memory index built at another generation is stale."""
-    row = conn.execute(
-        "SELECT removed_gen FROM history_state WHERE user_id = ?", (user_id,)
-    ).fetchone()
-    return int(row[0]) if row else 0
-
-
-@contextmanager
-def snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """One read transaction: the generation and the rows read agree."""
-    if conn.in_transaction:
-        yield conn
-        return
-    conn.execute("BEGIN")
-    try:
-        yield conn
-    finally:
-        conn.execute("COMMIT")
 
 
 def _libc_trim() -> Callable[[int], int] | None:

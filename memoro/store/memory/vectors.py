@@ -1,4 +1,4 @@
-"""Semantic search on SQLite: each user's vectors are kept in memory as int8
+"""Semantic search: each user's vectors are kept in memory as int8
 (a scale per vector, 1 byte a dimension) plus an int8 residual, and every
 query scans all of them by brute force, so no chunk is missed the way an
 approximate index misses some.
@@ -9,23 +9,23 @@ chunks that can still be in the exact top k are exactly those whose upper
 bound reaches the k-th best lower bound. Those, and every chunk scored for
 fusion, get the fine score (int8 + residual: within 1e-5 of float32). The
 copy is refreshed incrementally when vectors are added and reloaded when
-any are removed or hidden (``history_state.removed_gen``); its bytes are
-charged to the shared cache budget (``cache.py``)."""
+any are removed or hidden (the snapshot's generation); its bytes are
+charged to the shared cache budget (``budget.py``)."""
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
-from memoro.store.sqlite import cache
-from memoro.store.sqlite._db import Database
-from memoro.store.sqlite.cache import Budget, give_back_memory, snapshot
+from memoro.store.memory.budget import Budget, give_back_memory
+from memoro.store.memory.source import Snapshot, VectorRows
 
 log = logging.getLogger("memoro.store")
 
@@ -34,29 +34,6 @@ BLOCK_BYTES = 1 << 20
 large enough that the Python loop over blocks costs little."""
 
 _blocks = threading.local()  # each thread's conversion buffer, reused
-
-_FETCH = 4096
-"""Rows read from SQLite at a time while loading, to bound the load's peak."""
-
-# a first load reads every vector of the user and model, then leaves out
-# the turns of deleted conversations by id (joining each row to its turn
-# and conversation would take 3x as long); a refresh reads only new ids
-_ALL = (
-    "SELECT v.id, v.chunk_id, c.turn_id, v.embedding FROM vectors v"
-    " JOIN chunks c ON c.id = v.chunk_id WHERE v.user_id = ? AND v.model = ?"
-)
-_HIDDEN = (
-    "SELECT t.id FROM conversations cv CROSS JOIN turns t"
-    " ON t.user_id = cv.user_id AND t.conversation_id = cv.id"
-    " WHERE cv.user_id = ? AND cv.deleted_at IS NOT NULL"
-)
-_NEW = (
-    "SELECT v.id, v.chunk_id, c.turn_id, v.embedding FROM vectors v"
-    " JOIN chunks c ON c.id = v.chunk_id"
-    " JOIN turns t ON t.id = c.turn_id"
-    " JOIN conversations cv ON cv.user_id = t.user_id AND cv.id = t.conversation_id"
-    " WHERE v.user_id = ? AND v.model = ? AND v.id > ? AND cv.deleted_at IS NULL"
-)
 
 Ints = npt.NDArray[np.int64]
 Floats = npt.NDArray[np.float32]
@@ -240,8 +217,11 @@ class Scorer:
 class VectorCache:
     """Per (user, model) quantized vectors, shared by all threads."""
 
-    def __init__(self, db: Database, budget: Budget) -> None:
-        self._db = db
+    def __init__(
+        self, read: Callable[[str], AbstractContextManager[Snapshot]], budget: Budget
+    ) -> None:
+        """``read(user_id)`` opens one consistent read of the user."""
+        self._read = read
         self._budget = budget
         self._entries: dict[tuple[str, str], _UserVectors] = {}
         self._lock = threading.Lock()
@@ -278,43 +258,39 @@ class VectorCache:
         try:
             model = self._model
             if model is None:  # no search yet: the model of the user's vectors
-                row = (
-                    self._db.connect()
-                    .execute("SELECT model FROM vectors WHERE user_id = ? LIMIT 1", (user_id,))
-                    .fetchone()
-                )
-                model = row[0] if row else None
+                with self._read(user_id) as rows:
+                    model = rows.vector_model()
             if model is not None:
                 self._ready(user_id, model)
         except Exception:  # the search itself loads again and reports
             log.exception("loading the vectors of %s ahead of its search failed", user_id)
 
     def _fresh(self, user_id: str, model: str) -> _UserVectors:
-        conn = self._db.connect()
-        with snapshot(conn):
-            generation = cache.generation(conn, user_id)
+        with self._read(user_id) as rows:
+            generation = rows.generation()
             with self._lock:
                 entry = self._entries.get((user_id, model))
                 if entry is None or entry.generation != generation:
                     entry = _UserVectors(generation)
                     self._entries[(user_id, model)] = entry
             with entry.lock:
-                if entry.max_id == 0:
-                    hidden = np.array([r[0] for r in conn.execute(_HIDDEN, (user_id,))], np.int64)
-                    cursor = conn.execute(_ALL, (user_id, model))
-                else:
-                    hidden = np.zeros(0, np.int64)
-                    cursor = conn.execute(_NEW, (user_id, model, entry.max_id))
-                parts = []
-                while rows := cursor.fetchmany(_FETCH):
-                    parts.append(self._part(rows, hidden))
+                parts = [
+                    (batch.ids, batch.chunks, batch.turns, Quantized.of(batch.vectors))
+                    for batch in self._batches(rows, model, entry.max_id)
+                ]
                 if parts:
                     self._append(entry, parts)
                     many = len(parts) > 1
-                    del parts, rows  # the batches' arrays and rows, before trimming
+                    del parts  # the batches' arrays, before trimming
                     if many:
                         give_back_memory()
         return entry
+
+    @staticmethod
+    def _batches(rows: Snapshot, model: str, after: int) -> Iterable[VectorRows]:
+        for batch in rows.vectors(model, after):
+            if len(batch.ids):
+                yield batch
 
     def _charge(self, user_id: str, model: str, entry: _UserVectors) -> None:
         key = (user_id, model)
@@ -325,20 +301,6 @@ class VectorCache:
                     del self._entries[key]
 
         self._budget.charge(("vectors", key), entry.nbytes, drop)
-
-    @staticmethod
-    def _part(
-        rows: list[tuple[int, int, int, bytes]], hidden: Ints
-    ) -> tuple[Ints, Ints, Ints, Quantized]:
-        vectors = np.frombuffer(b"".join(r[3] for r in rows), dtype="<f4")
-        vectors = vectors.reshape(len(rows), -1)
-        ids, chunks, turns = (
-            np.fromiter((r[i] for r in rows), dtype=np.int64, count=len(rows)) for i in range(3)
-        )
-        if hidden.size:
-            keep = ~np.isin(turns, hidden)
-            ids, chunks, turns, vectors = ids[keep], chunks[keep], turns[keep], vectors[keep]
-        return ids, chunks, turns, Quantized.of(vectors)
 
     @staticmethod
     def _append(entry: _UserVectors, parts: list[tuple[Ints, Ints, Ints, Quantized]]) -> None:

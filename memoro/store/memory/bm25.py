@@ -1,26 +1,26 @@
-"""Keyword search on SQLite: BM25 over an in-memory inverted index per user.
+"""Keyword search: BM25 over an in-memory inverted index per user.
 
 Each chunk's terms and counts are stored with it at indexing time
 (``memoro.store.keywords``). On a user's first query they are read in bulk
 and sorted into postings by term (NumPy arrays: 6 bytes a posting); a query
 then costs only the postings of its own terms, scored with vectorized
 accumulation and cut to the top by ``argpartition`` — milliseconds at 100k
-chunks, where SQLite FTS5 has to compute BM25 row by row for every chunk
+chunks, where SQLite FTS5 or SQL over postings has to compute BM25 row by row for every chunk
 holding any query word. Where each turn sits in its conversation is kept in
 sorted arrays too, for neighbour context without a query.
 
 Statistics (document frequency, average length) are the user's own. New
 chunks are appended to a small tail that is merged into the main arrays
 when it grows; a removal (deleted conversation, purge) reloads the user.
-The index's bytes are charged to the shared cache budget (``cache.py``).
+The index's bytes are charged to the shared cache budget (``budget.py``).
 """
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,34 +29,13 @@ import numpy.typing as npt
 
 from memoro.store import keywords
 from memoro.store.keywords import K1, B, Query
-from memoro.store.sqlite import cache
-from memoro.store.sqlite._db import Database
-from memoro.store.sqlite.cache import Budget, give_back_memory, snapshot
+from memoro.store.memory.budget import Budget, give_back_memory
+from memoro.store.memory.source import ChunkRows, Snapshot
 
 TAIL_LIMIT = 2000
-_FETCH = 4096
 _PARTS = 16
 """Postings are sorted in this many slices of the term space, to keep the
 sort's working memory small."""
-
-# a first load reads the user's turns and chunks without joins (deleted
-# conversations are left out by id); a refresh walks only the newest ids
-# (+c.user_id keeps the planner on the id range instead of the whole user)
-_TURNS = "SELECT id, conversation_id, seq FROM turns WHERE user_id = ?"
-_HIDDEN = "SELECT id FROM conversations WHERE user_id = ? AND deleted_at IS NOT NULL"
-# terms hold 8-byte ids, then 4-byte counts: SQL hands the two halves apart
-# (substr of an empty blob — a chunk with no term — is NULL, hence coalesce)
-_SPLIT = (
-    "coalesce(substr(terms, 1, length(terms) / 3 * 2), x''),"
-    " coalesce(substr(terms, length(terms) / 3 * 2 + 1), x'')"
-)
-_CHUNKS = f"SELECT id, turn_id, {_SPLIT}, length FROM chunks WHERE user_id = ?"
-_NEW = (
-    f"SELECT c.id, c.turn_id, {_SPLIT}, c.length, t.conversation_id, t.seq FROM chunks c"
-    " JOIN turns t ON t.id = c.turn_id"
-    " JOIN conversations cv ON cv.user_id = t.user_id AND cv.id = t.conversation_id"
-    " WHERE c.id > ? AND +c.user_id = ? AND cv.deleted_at IS NULL"
-)
 
 Ints = npt.NDArray[np.int64]
 Int32 = npt.NDArray[np.int32]
@@ -282,13 +261,14 @@ class KeywordIndex:
 
     def __init__(
         self,
-        db: Database,
+        read: Callable[[str], AbstractContextManager[Snapshot]],
         budget: Budget,
         on_load: Callable[[str], Future[None] | None] | None = None,
     ) -> None:
-        """``on_load(user_id)`` is called as a user's first load starts; the
+        """``read(user_id)`` opens one consistent read of the user;
+        ``on_load(user_id)`` is called as a user's first load starts, and the
         load waits for the future it returns (work done alongside)."""
-        self._db = db
+        self._read = read
         self._budget = budget
         self._on_load = on_load
         self._users: dict[str, _UserIndex] = {}
@@ -352,9 +332,8 @@ class KeywordIndex:
         return neighbors, chunk_turn
 
     def _fresh(self, user_id: str) -> _UserIndex:
-        conn = self._db.connect()
-        with snapshot(conn):
-            generation = cache.generation(conn, user_id)
+        with self._read(user_id) as rows:
+            generation = rows.generation()
             with self._lock:
                 index = self._users.get(user_id)
                 if index is None or index.generation != generation:
@@ -365,23 +344,22 @@ class KeywordIndex:
                     alongside = None
                     if self._on_load is not None and not index.loaded:
                         alongside = self._on_load(user_id)
-                    self._load(conn, user_id, index)
+                    self._load(rows, index)
                     if alongside is not None:
                         alongside.result()
                     give_back_memory()
                 else:
-                    self._refresh(conn, user_id, index)
+                    self._refresh(rows, index)
         self._charge(user_id, index)
         return index
 
     @staticmethod
-    def _load(conn: sqlite3.Connection, user_id: str, index: _UserIndex) -> None:
+    def _load(rows: Snapshot, index: _UserIndex) -> None:
         """Read all of a user's visible chunks, in bulk."""
         index.loaded = True
-        hidden = {r[0] for r in conn.execute(_HIDDEN, (user_id,))}
-        rows = conn.execute(_TURNS, (user_id,)).fetchall()
-        turn_ids, conversation_ids, seqs = zip(*rows, strict=True) if rows else ((), (), ())
-        del rows
+        turns, hidden = rows.turns()
+        turn_ids, conversation_ids, seqs = zip(*turns, strict=True) if turns else ((), (), ())
+        del turns
         conversations = index.conversations
         for conversation_id in dict.fromkeys(conversation_ids):
             if conversation_id not in hidden:
@@ -394,36 +372,41 @@ class KeywordIndex:
         turn_place = (numbers << 32 | np.fromiter(seqs, np.int64, len(seqs)))[shown]
         order = np.argsort(turn_sorted)
         turn_sorted, turn_place = turn_sorted[order], turn_place[order]
-        cursor = conn.execute(_CHUNKS, (user_id,))
-        while rows := cursor.fetchmany(_FETCH):
-            turn = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+        for batch in rows.chunks():
+            if not batch.ids:
+                continue
+            turn = np.array(batch.turns, dtype=np.int64)
             at = np.minimum(np.searchsorted(turn_sorted, turn), max(len(turn_sorted) - 1, 0))
-            visible = (turn_sorted[at] == turn) if len(turn_sorted) else np.zeros(len(rows), bool)
-            if not visible.all():
-                rows = [r for r, v in zip(rows, visible.tolist(), strict=True) if v]
-                turn, at = turn[visible], at[visible]
-                if not rows:
+            visible = (turn_sorted[at] == turn) if len(turn_sorted) else np.zeros(len(turn), bool)
+            keep = np.flatnonzero(visible).tolist() if not visible.all() else None
+            if keep is not None:
+                if not keep:
                     continue
-            chunk = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            length = np.fromiter((r[4] for r in rows), dtype=np.int64, count=len(rows))
-            piece = unpack([r[2] for r in rows], [r[3] for r in rows], len(index.chunk))
-            index.add(chunk, turn, turn_place[at], length, piece)
+                batch = _pick(batch, keep)
+                turn, at = turn[visible], at[visible]
+            index.add(
+                np.array(batch.ids, dtype=np.int64),
+                turn,
+                turn_place[at],
+                np.array(batch.lengths, dtype=np.int64),
+                unpack(batch.terms, batch.counts, len(index.chunk)),
+            )
         index.settle()
 
     @staticmethod
-    def _refresh(conn: sqlite3.Connection, user_id: str, index: _UserIndex) -> None:
+    def _refresh(rows: Snapshot, index: _UserIndex) -> None:
         """Add the chunks indexed since the last look."""
-        rows = conn.execute(_NEW, (index.max_chunk, user_id)).fetchall()
-        if not rows:
+        new = rows.new_chunks(index.max_chunk)
+        if not new.ids:
             return
         conversations = index.conversations
-        places = [conversations.setdefault(r[5], len(conversations)) << 32 | r[6] for r in rows]
+        places = [conversations.setdefault(c, len(conversations)) << 32 | s for c, s in new.places]
         index.add(
-            np.array([r[0] for r in rows], dtype=np.int64),
-            np.array([r[1] for r in rows], dtype=np.int64),
+            np.array(new.ids, dtype=np.int64),
+            np.array(new.turns, dtype=np.int64),
             np.array(places, dtype=np.int64),
-            np.array([r[4] for r in rows], dtype=np.int64),
-            unpack([r[2] for r in rows], [r[3] for r in rows], len(index.chunk)),
+            np.array(new.lengths, dtype=np.int64),
+            unpack(new.terms, new.counts, len(index.chunk)),
         )
         index.settle()
 
@@ -441,3 +424,15 @@ class KeywordIndex:
             self._users.clear()
         for user_id in users:
             self._budget.release(("keywords", user_id))
+
+
+def _pick(batch: ChunkRows, keep: list[int]) -> ChunkRows:
+    """The rows ``keep`` of ``batch``."""
+    return ChunkRows(
+        [batch.ids[i] for i in keep],
+        [batch.turns[i] for i in keep],
+        [batch.terms[i] for i in keep],
+        [batch.counts[i] for i in keep],
+        [batch.lengths[i] for i in keep],
+        [batch.places[i] for i in keep] if batch.places else [],
+    )
