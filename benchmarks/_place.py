@@ -20,7 +20,10 @@ from memoro.settings import Settings
 from memoro.store.sqlite import SqliteStore
 from memoro.testing import HashEmbedder
 
-TABLES = "memory_blocks, memory_audit, vectors, chunks, turns, conversations, jobs, history_users"
+TABLES = (
+    "memory_blocks, memory_audit, vectors, chunks, turns, conversations, jobs, history_users,"
+    " search_indexes"
+)
 
 
 @dataclass

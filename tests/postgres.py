@@ -22,6 +22,6 @@ def clean(admin: str) -> None:
     """Empty every table between tests."""
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(
-            "TRUNCATE memory_blocks, memory_audit, vectors, chunks, turns,"
-            " conversations, jobs, history_users, import_parts, imports RESTART IDENTITY"
+            "TRUNCATE memory_blocks, memory_audit, vectors, chunks, turns, conversations,"
+            " jobs, history_users, import_parts, imports, search_indexes RESTART IDENTITY"
         )

@@ -78,6 +78,7 @@ def test_migrations_run_once(postgres: tuple[str, str]) -> None:
         "no_text_statistics",
         "read_block",
         "search_in_memory",
+        "search_indexes",
     ]
     assert len(rows) == len(migrations.load("postgres"))
 

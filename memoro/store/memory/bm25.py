@@ -29,10 +29,13 @@ import numpy.typing as npt
 
 from memoro.store import keywords
 from memoro.store.keywords import K1, B, Query
+from memoro.store.memory import saved
 from memoro.store.memory.budget import Budget, give_back_memory
 from memoro.store.memory.source import ChunkRows, Snapshot
 
 TAIL_LIMIT = 2000
+KIND = "keywords"
+"""The name a saved copy of this index goes by (``saved.py``)."""
 _PARTS = 16
 """Postings are sorted in this many slices of the term space, to keep the
 sort's working memory small."""
@@ -206,12 +209,7 @@ class _UserIndex:
             pieces, self.tail = self.main.pieces() + self.tail, []  # build frees them as it goes
             self.main = _NO_POSTINGS
             self.main = _Postings.build(pieces)
-            self.tail_turn_docs, self.tail_place_turn = {}, {}
-            self.by_turn = np.argsort(self.turn, kind="stable").astype(np.int32)
-            self.by_turn_key = self.turn[self.by_turn]
-            self.by_place = np.argsort(self.place, kind="stable").astype(np.int32)
-            self.by_place_key = self.place[self.by_place]
-            self.merged = self.listed = n
+            self._merged()
         start = max(self.merged, self.listed)
         turns, places = self.turn[start:].tolist(), self.place[start:].tolist()
         for doc, (t, p) in enumerate(zip(turns, places, strict=True), start):
@@ -221,6 +219,52 @@ class _UserIndex:
         self.tail_postings = _Postings.build(list(self.tail))
         if n:
             self.norm = K1 * (1 - B + B * self.length / max(float(self.length.mean()), 1.0))
+
+    def _merged(self) -> None:
+        """Every document is in the main postings: sort the lookups."""
+        n = len(self.chunk)
+        self.tail_turn_docs, self.tail_place_turn = {}, {}
+        self.by_turn = np.argsort(self.turn, kind="stable").astype(np.int32)
+        self.by_turn_key = self.turn[self.by_turn]
+        self.by_place = np.argsort(self.place, kind="stable").astype(np.int32)
+        self.by_place_key = self.place[self.by_place]
+        self.merged = self.listed = n
+
+    def dump(self) -> saved.Arrays:
+        """The main part's arrays, to save: its documents are every chunk up
+        to its highest id (the tail's ids are all above it)."""
+        with self.lock:
+            m = self.merged
+            return {
+                "chunk": self.chunk[:m],
+                "turn": self.turn[:m],
+                "place": self.place[:m],
+                "length": self.length[:m],
+                "terms": self.main.terms,
+                "starts": self.main.starts,
+                "docs": self.main.docs,
+                "tfs": self.main.tfs,
+                "conversations": saved.strings(list(self.conversations)),
+            }
+
+    def restore(self, arrays: saved.Arrays) -> None:
+        """Take the arrays ``dump`` saved (on an empty index)."""
+        self.chunk = arrays["chunk"].astype(np.int64, copy=False)
+        self.turn = arrays["turn"].astype(np.int64, copy=False)
+        self.place = arrays["place"].astype(np.int64, copy=False)
+        self.length = arrays["length"].astype(np.float32, copy=False)
+        self.main = _Postings(
+            arrays["terms"].astype(np.int64, copy=False),
+            arrays["starts"].astype(np.int64, copy=False),
+            arrays["docs"].astype(np.int32, copy=False),
+            arrays["tfs"],  # type: ignore[arg-type]
+        )
+        names = saved.read_strings(arrays["conversations"])
+        self.conversations = {c: i for i, c in enumerate(names)}
+        self.max_chunk = int(self.chunk.max(initial=0))
+        self.loaded = True
+        self._merged()
+        self.settle()
 
     def find(self, term: int) -> tuple[Int32, Counts]:
         docs, tfs = self.main.find(term)
@@ -264,13 +308,16 @@ class KeywordIndex:
         read: Callable[[str], AbstractContextManager[Snapshot]],
         budget: Budget,
         on_load: Callable[[str], Future[None] | None] | None = None,
+        saver: saved.Saver | None = None,
     ) -> None:
         """``read(user_id)`` opens one consistent read of the user;
         ``on_load(user_id)`` is called as a user's first load starts, and the
-        load waits for the future it returns (work done alongside)."""
+        load waits for the future it returns (work done alongside); a large
+        user's index is saved through ``saver`` after it is built."""
         self._read = read
         self._budget = budget
         self._on_load = on_load
+        self._saver = saver
         self._users: dict[str, _UserIndex] = {}
         self._lock = threading.Lock()
 
@@ -340,16 +387,29 @@ class KeywordIndex:
                     index = _UserIndex(generation)
                     self._users[user_id] = index
             with index.lock:
+                before = index.merged
                 if index.max_chunk == 0:
                     alongside = None
                     if self._on_load is not None and not index.loaded:
                         alongside = self._on_load(user_id)
-                    self._load(rows, index)
+                    data = None if index.loaded else rows.saved(KIND)
+                    arrays = saved.unpack(data) if data is not None else None
+                    del data
+                    if arrays is not None:
+                        index.restore(arrays)
+                        del arrays
+                        before = index.merged
+                        self._refresh(rows, index)
+                    else:
+                        self._load(rows, index)
                     if alongside is not None:
                         alongside.result()
                     give_back_memory()
                 else:
                     self._refresh(rows, index)
+                rebuilt = index.merged != before and index.merged >= saved.SAVE_MIN
+        if rebuilt and self._saver is not None:
+            self._saver.save(user_id, KIND, generation, index.dump)
         self._charge(user_id, index)
         return index
 

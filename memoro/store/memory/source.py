@@ -74,3 +74,7 @@ class Snapshot(Protocol):
 
     def vector_model(self) -> str | None:
         """The model of some vector of the user, if any."""
+
+    def saved(self, kind: str) -> bytes | None:
+        """The saved copy of the user's index ``kind`` (``saved.py``) if
+        one was saved at the current generation."""

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from memoro.store.memory import saved
 from memoro.store.memory.budget import Budget, give_back_memory
 from memoro.store.memory.source import Snapshot, VectorRows
 
@@ -127,6 +128,27 @@ class _UserVectors:
     lock: threading.Lock = field(default_factory=threading.Lock)
     groups: _Groups | None = None
     """derived on the first search after a change"""
+    saved_rows: int = 0
+    """how many rows the last saved copy held"""
+
+    def dump(self) -> saved.Arrays:
+        """Every row, to save: they are every vector up to ``max_id``."""
+        with self.lock:
+            rows = self.rows
+            arrays: saved.Arrays = {n: getattr(rows, n) for n in Quantized.__dataclass_fields__}
+            arrays.update(chunk=self.row_chunk, turn=self.row_turn, max_id=np.array(self.max_id))
+            return arrays
+
+    def restore(self, arrays: saved.Arrays) -> None:
+        """Take the arrays ``dump`` saved (on an empty entry)."""
+        self.rows = Quantized(
+            *(arrays[n] for n in Quantized.__dataclass_fields__)  # type: ignore[arg-type]
+        )
+        self.row_chunk = arrays["chunk"].astype(np.int64, copy=False)
+        self.row_turn = arrays["turn"].astype(np.int64, copy=False)
+        self.max_id = int(arrays["max_id"])
+        self.saved_rows = len(self.row_chunk)
+        self.groups = None
 
     @property
     def nbytes(self) -> int:
@@ -218,10 +240,16 @@ class VectorCache:
     """Per (user, model) quantized vectors, shared by all threads."""
 
     def __init__(
-        self, read: Callable[[str], AbstractContextManager[Snapshot]], budget: Budget
+        self,
+        read: Callable[[str], AbstractContextManager[Snapshot]],
+        budget: Budget,
+        saver: saved.Saver | None = None,
     ) -> None:
-        """``read(user_id)`` opens one consistent read of the user."""
+        """``read(user_id)`` opens one consistent read of the user; a large
+        user's vectors are saved through ``saver`` when loaded or grown by a
+        tenth since."""
         self._read = read
+        self._saver = saver
         self._budget = budget
         self._entries: dict[tuple[str, str], _UserVectors] = {}
         self._lock = threading.Lock()
@@ -274,6 +302,13 @@ class VectorCache:
                     entry = _UserVectors(generation)
                     self._entries[(user_id, model)] = entry
             with entry.lock:
+                if entry.max_id == 0:
+                    data = rows.saved(_kind(model))
+                    arrays = saved.unpack(data) if data is not None else None
+                    del data
+                    if arrays is not None:
+                        entry.restore(arrays)
+                        del arrays
                 parts = [
                     (batch.ids, batch.chunks, batch.turns, Quantized.of(batch.vectors))
                     for batch in self._batches(rows, model, entry.max_id)
@@ -284,6 +319,12 @@ class VectorCache:
                     del parts  # the batches' arrays, before trimming
                     if many:
                         give_back_memory()
+                n = len(entry.row_chunk)
+                grown = n >= saved.SAVE_MIN and n - entry.saved_rows > entry.saved_rows // 10
+                if grown:
+                    entry.saved_rows = n
+        if grown and self._saver is not None:
+            self._saver.save(user_id, _kind(model), generation, entry.dump)
         return entry
 
     @staticmethod
@@ -347,3 +388,8 @@ class VectorCache:
             self._entries.clear()
         for key in keys:
             self._budget.release(("vectors", key))
+
+
+def _kind(model: str) -> str:
+    """The name a saved copy of one model's vectors goes by."""
+    return f"vectors {model}"

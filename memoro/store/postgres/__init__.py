@@ -33,6 +33,7 @@ from memoro.store.blocks import SqlBlocks, block_from_row
 from memoro.store.dialect import Conn
 from memoro.store.memory import budget
 from memoro.store.memory.bm25 import KeywordIndex
+from memoro.store.memory.saved import Saver
 from memoro.store.memory.vectors import VectorCache
 from memoro.store.postgres._db import JOBS_CHANNEL, PG, PgConn, migrate
 from memoro.store.postgres.health import PgHealth
@@ -66,8 +67,11 @@ class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, PgHealth
     ) -> None:
         self.url = url
         self.budget = budget.Budget(cache_mb << 20)
-        self.vectors = VectorCache(self._snapshot, self.budget)
-        self.keywords = KeywordIndex(self._snapshot, self.budget, on_load=self.vectors.prefetch)
+        self.saver = Saver(self._keep_index)
+        self.vectors = VectorCache(self._snapshot, self.budget, self.saver)
+        self.keywords = KeywordIndex(
+            self._snapshot, self.budget, on_load=self.vectors.prefetch, saver=self.saver
+        )
         try:
             self.pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] = ConnectionPool(
                 url,
@@ -178,6 +182,23 @@ class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, PgHealth
             conn.execute("SELECT set_config('memoro.user_id', %s, true)", (user_id,))
             yield PgSnapshot(conn, user_id)
 
+    def _keep_index(self, user_id: str, kind: str, generation: int, data: memoryview) -> None:
+        """Save a copy of a user's in-memory index (``memory/saved.py``)
+        unless the user changed generation since it was built; the shared
+        lock on the user's row makes a deletion that bumps it wait, and
+        then delete this copy."""
+        with self.transaction(user_id) as conn:
+            row = conn.execute(
+                "SELECT generation FROM history_users WHERE user_id = %s FOR SHARE", (user_id,)
+            ).fetchone()
+            if row is None or row["generation"] != generation:
+                return
+            conn.execute(
+                "INSERT INTO search_indexes VALUES (%s, %s, %s, %b) ON CONFLICT (user_id, kind)"
+                " DO UPDATE SET generation = excluded.generation, data = excluded.data",
+                (user_id, kind, generation, data),
+            )
+
     @contextmanager
     def _read(self, user_id: str) -> Iterator[Conn]:
         with self.transaction(user_id) as conn:
@@ -220,6 +241,7 @@ class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, PgHealth
             log.warning("VACUUM after a deletion failed: %s", exc)
 
     def close(self) -> None:
+        self.saver.close()
         self.vectors.forget()
         self.keywords.forget()
         self.pool.close()

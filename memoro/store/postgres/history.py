@@ -138,7 +138,8 @@ class PgHistory(SqlTurns):
 
 def _bump(conn: Conn, user_id: str) -> None:
     """The user's chunks or vectors were removed or replaced: in-memory
-    indexes built before are stale."""
+    indexes built before, and their saved copies, are stale."""
+    conn.execute("DELETE FROM search_indexes WHERE user_id = ?", (user_id,))
     conn.execute(
         "INSERT INTO history_users (user_id, generation) VALUES (?, 1) ON CONFLICT (user_id)"
         " DO UPDATE SET generation = history_users.generation + 1",

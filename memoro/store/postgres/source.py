@@ -122,6 +122,15 @@ class PgSnapshot:
             if len(buffer) - _HEADER - whole * record.itemsize != 2:  # the trailer
                 raise ValueError("vectors of one model differ in dimension")
 
+    def saved(self, kind: str) -> bytes | None:
+        rows = self._rows(
+            "SELECT s.data FROM search_indexes s JOIN history_users h"
+            " ON h.user_id = s.user_id AND h.generation = s.generation"
+            " WHERE s.user_id = %s AND s.kind = %s",
+            (self._user, kind),
+        )
+        return bytes(rows[0][0]) if rows else None
+
     def vector_model(self) -> str | None:
         rows = self._rows("SELECT model FROM vectors WHERE user_id = %s LIMIT 1", (self._user,))
         return rows[0][0] if rows else None

@@ -159,6 +159,9 @@ class History(IndexedSearch, SqlTurns):
 
 
 def _bump(conn: Conn, user_id: str) -> None:
+    """The user's chunks or vectors were removed or hidden: in-memory
+    indexes built before, and their saved copies, are stale."""
+    conn.execute("DELETE FROM search_indexes WHERE user_id = ?", (user_id,))
     conn.execute(
         "INSERT INTO history_state (user_id, removed_gen) VALUES (?, 1)"
         " ON CONFLICT (user_id) DO UPDATE SET removed_gen = removed_gen + 1",

@@ -102,6 +102,14 @@ class SqliteSnapshot:
                 batch = VectorRows(ids[keep], chunks[keep], turns[keep], batch.vectors[keep])
             yield batch
 
+    def saved(self, kind: str) -> bytes | None:
+        row = self._conn.execute(
+            "SELECT data FROM search_indexes WHERE user_id = ? AND kind = ? AND generation ="
+            " coalesce((SELECT removed_gen FROM history_state WHERE user_id = ?), 0)",
+            (self._user, kind, self._user),
+        ).fetchone()
+        return bytes(row[0]) if row else None
+
     def vector_model(self) -> str | None:
         row = self._conn.execute(
             "SELECT model FROM vectors WHERE user_id = ? LIMIT 1", (self._user,)

@@ -1,0 +1,11 @@
+-- Saved copies of large users' in-memory search indexes
+-- (memoro.store.memory.saved): read on a user's first search instead of
+-- building the index from every chunk. A copy is of one generation of the
+-- user (history_state.removed_gen); a removal deletes the user's copies.
+CREATE TABLE search_indexes (
+    user_id    TEXT NOT NULL,
+    kind       TEXT NOT NULL,
+    generation INTEGER NOT NULL,
+    data       BLOB NOT NULL,
+    PRIMARY KEY (user_id, kind)
+);
