@@ -28,8 +28,10 @@ def opener(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Callable[[], Memoro]]:
     """Opens the service on one database, as many times as a test likes
-    (each a server starting); a user of 40 chunks counts as large."""
+    (each a server starting); a user of 40 chunks counts as large, and a
+    copy is stored in parts of 4 KB (of 4 MB in earnest)."""
     monkeypatch.setattr(saved, "SAVE_MIN", 40)
+    monkeypatch.setattr(saved, "PART_BYTES", 4096)
     if request.param == "sqlite":
 
         def store() -> Any:
@@ -80,9 +82,13 @@ def _saved_kinds(service: Memoro) -> list[str]:
     store: Any = service.store
     with store._read(USER) as conn:
         rows = conn.execute(
-            "SELECT kind FROM search_indexes WHERE user_id = ? ORDER BY kind", (USER,)
+            "SELECT kind, count(*) FROM search_indexes WHERE user_id = ? GROUP BY kind"
+            " ORDER BY kind",
+            (USER,),
         ).fetchall()
-    return [r["kind"] if isinstance(r, dict) else r[0] for r in rows]
+    found = [(r["kind"], r["count"]) if isinstance(r, dict) else tuple(r) for r in rows]
+    assert all(parts > 1 for _, parts in found)  # stored in parts
+    return [kind for kind, _ in found]
 
 
 def _no_full_build(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -129,7 +135,8 @@ def test_a_deletion_removes_the_copies_and_a_stale_one_is_never_saved(
     assert len(_saved_kinds(first)) == 2
     with store._read(USER) as conn:
         data = conn.execute(
-            "SELECT generation, data FROM search_indexes WHERE user_id = ? AND kind = 'keywords'",
+            "SELECT generation, data FROM search_indexes WHERE user_id = ?"
+            " AND kind = 'keywords' AND part = 0",
             (USER,),
         ).fetchone()
     generation, copy = (data["generation"], data["data"]) if isinstance(data, dict) else data

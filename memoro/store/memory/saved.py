@@ -27,6 +27,11 @@ SAVE_MIN = 20_000
 """Rows (chunks, or vectors) from which an index is worth saving: below it
 a full build takes well under a second."""
 
+PART_BYTES = 4 << 20
+"""A copy is stored in parts of this size: a connection's buffers (SQLite
+keeps a statement's last bound value; libpq keeps its buffers at their
+largest) then never hold a whole copy."""
+
 FORMAT = 1
 """Bumped when what ``pack`` holds changes; a copy of another format is
 built again."""
@@ -43,6 +48,11 @@ def pack(arrays: Arrays) -> memoryview:
     out = io.BytesIO()
     np.savez(out, format=np.array(FORMAT), **arrays)  # type: ignore[arg-type]
     return out.getbuffer()
+
+
+def parts(data: memoryview) -> list[memoryview]:
+    """``data`` in parts of at most ``PART_BYTES``."""
+    return [data[i : i + PART_BYTES] for i in range(0, len(data), PART_BYTES)]
 
 
 def unpack(data: bytes) -> Arrays | None:

@@ -31,7 +31,7 @@ from memoro.store import migrations
 from memoro.store.base import Store
 from memoro.store.blocks import SqlBlocks, block_from_row
 from memoro.store.dialect import Conn
-from memoro.store.memory import budget
+from memoro.store.memory import budget, saved
 from memoro.store.memory.bm25 import KeywordIndex
 from memoro.store.memory.saved import Saver
 from memoro.store.memory.vectors import VectorCache
@@ -194,10 +194,13 @@ class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, PgHealth
             if row is None or row["generation"] != generation:
                 return
             conn.execute(
-                "INSERT INTO search_indexes VALUES (%s, %s, %s, %b) ON CONFLICT (user_id, kind)"
-                " DO UPDATE SET generation = excluded.generation, data = excluded.data",
-                (user_id, kind, generation, data),
+                "DELETE FROM search_indexes WHERE user_id = %s AND kind = %s", (user_id, kind)
             )
+            for part, piece in enumerate(saved.parts(data)):  # one at a time: see PART_BYTES
+                conn.execute(
+                    "INSERT INTO search_indexes VALUES (%s, %s, %s, %s, %b)",
+                    (user_id, kind, part, generation, piece),
+                )
 
     @contextmanager
     def _read(self, user_id: str) -> Iterator[Conn]:

@@ -11,6 +11,7 @@ where pgvector's text form takes many times that."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +20,8 @@ import psycopg
 from psycopg.rows import tuple_row
 
 from memoro.store.memory.source import ChunkRows, VectorRows
+
+log = logging.getLogger("memoro.store")
 
 _FETCH = 4096
 """Rows (and vectors) decoded at a time while loading, to bound the peak."""
@@ -123,13 +126,20 @@ class PgSnapshot:
                 raise ValueError("vectors of one model differ in dimension")
 
     def saved(self, kind: str) -> bytes | None:
-        rows = self._rows(
-            "SELECT s.data FROM search_indexes s JOIN history_users h"
-            " ON h.user_id = s.user_id AND h.generation = s.generation"
-            " WHERE s.user_id = %s AND s.kind = %s",
-            (self._user, kind),
-        )
-        return bytes(rows[0][0]) if rows else None
+        try:
+            with self._conn.transaction():  # a savepoint: a refusal leaves the read usable
+                rows = self._rows(
+                    "SELECT s.data FROM search_indexes s JOIN history_users h"
+                    " ON h.user_id = s.user_id AND h.generation = s.generation"
+                    " WHERE s.user_id = %s AND s.kind = %s ORDER BY s.part",
+                    (self._user, kind),
+                )
+        except psycopg.errors.InsufficientPrivilege as exc:
+            log.warning(
+                "saved search indexes are not readable (%s): grant the roles the table", exc
+            )
+            return None
+        return b"".join(r[0] for r in rows) or None
 
     def vector_model(self) -> str | None:
         rows = self._rows("SELECT model FROM vectors WHERE user_id = %s LIMIT 1", (self._user,))

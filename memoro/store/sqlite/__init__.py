@@ -10,7 +10,7 @@ from pathlib import Path
 
 from memoro.store.base import Store
 from memoro.store.blocks import SqlBlocks
-from memoro.store.memory import budget
+from memoro.store.memory import budget, saved
 from memoro.store.memory.bm25 import KeywordIndex
 from memoro.store.memory.saved import Saver
 from memoro.store.memory.vectors import VectorCache
@@ -48,9 +48,13 @@ class SqliteStore(SqlBlocks, History, Jobs, SqlUploads, Health, Store):
             if SqliteSnapshot(conn, user_id).generation() != generation:
                 return
             conn.execute(
-                "INSERT OR REPLACE INTO search_indexes VALUES (?, ?, ?, ?)",
-                (user_id, kind, generation, data),
+                "DELETE FROM search_indexes WHERE user_id = ? AND kind = ?", (user_id, kind)
             )
+            for part, piece in enumerate(saved.parts(data)):
+                conn.execute(
+                    "INSERT INTO search_indexes VALUES (?, ?, ?, ?, ?)",
+                    (user_id, kind, part, generation, piece),
+                )
         self.db.checkpoint()  # the copy's pages leave the WAL
 
     @property

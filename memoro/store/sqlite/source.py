@@ -103,12 +103,13 @@ class SqliteSnapshot:
             yield batch
 
     def saved(self, kind: str) -> bytes | None:
-        row = self._conn.execute(
+        rows = self._conn.execute(
             "SELECT data FROM search_indexes WHERE user_id = ? AND kind = ? AND generation ="
-            " coalesce((SELECT removed_gen FROM history_state WHERE user_id = ?), 0)",
+            " coalesce((SELECT removed_gen FROM history_state WHERE user_id = ?), 0)"
+            " ORDER BY part",
             (self._user, kind, self._user),
-        ).fetchone()
-        return bytes(row[0]) if row else None
+        )
+        return b"".join(r[0] for r in rows) or None
 
     def vector_model(self) -> str | None:
         row = self._conn.execute(

@@ -2,13 +2,16 @@
 -- (memoro.store.memory.saved): read on a user's first search on a server
 -- instead of building the index from every chunk. A copy is of one
 -- generation of the user (history_users.generation); a removal deletes the
--- user's copies. The arrays do not compress, so PostgreSQL does not try.
+-- user's copies. A copy is stored in parts of a few MB, so no connection's
+-- buffers ever grow to hold a whole one; the arrays do not compress, so
+-- PostgreSQL does not try.
 CREATE TABLE search_indexes (
     user_id    text NOT NULL,
     kind       text NOT NULL,
+    part       integer NOT NULL,
     generation bigint NOT NULL,
     data       bytea NOT NULL,
-    PRIMARY KEY (user_id, kind)
+    PRIMARY KEY (user_id, kind, part)
 );
 ALTER TABLE search_indexes ALTER COLUMN data SET STORAGE EXTERNAL;
 ALTER TABLE search_indexes ALTER COLUMN data SET STATISTICS 0;

@@ -1,6 +1,7 @@
-"""The SQLite backend's in-memory search indexes: one byte budget for every
-user's keyword postings and vectors (least recently searched dropped first),
-and compact vectors whose search still ranks exactly."""
+"""The in-memory search indexes both backends search in (exercised on
+SQLite; PostgreSQL runs the same code): one byte budget for every user's
+keyword postings and vectors (least recently searched dropped first), and
+compact vectors whose search still ranks exactly."""
 
 from __future__ import annotations
 
