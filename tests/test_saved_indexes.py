@@ -163,3 +163,19 @@ def test_a_small_user_is_not_saved(opener: Callable[[], Memoro]) -> None:
     _results(service)
     service.store.saver.flush()  # type: ignore[attr-defined]
     assert _saved_kinds(service) == []
+
+
+def test_a_damaged_copy_is_built_again_not_an_error(opener: Callable[[], Memoro]) -> None:
+    first = opener()
+    _record(first, 0, 60)
+    built = _results(first)
+    first.store.saver.flush()  # type: ignore[attr-defined]
+    store: Any = first.store
+    with store._write(USER) as conn:  # the last part of every copy cut short
+        conn.execute(
+            "UPDATE search_indexes SET data = substr(data, 1, 100) WHERE user_id = ?"
+            " AND part = (SELECT max(part) FROM search_indexes s WHERE s.user_id = ?"
+            " AND s.kind = search_indexes.kind)",
+            (USER, USER),
+        )
+    assert _results(opener()) == built

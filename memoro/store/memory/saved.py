@@ -13,6 +13,7 @@ import io
 import json
 import logging
 import threading
+import zipfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -62,7 +63,7 @@ def unpack(data: bytes) -> Arrays | None:
             if int(found["format"]) != FORMAT:
                 return None
             return {name: found[name] for name in found.files if name != "format"}
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
         log.warning("a saved search index could not be read (%s); building it again", exc)
         return None
 
