@@ -78,15 +78,19 @@ def _results(service: Memoro) -> list[list[tuple[int, float]]]:
     return found
 
 
-def _saved_kinds(service: Memoro) -> list[str]:
+def _copies(service: Memoro, sql: str) -> list[tuple[Any, ...]]:
+    """Rows of a query of ``USER``'s saved copies, as tuples on both backends."""
     store: Any = service.store
     with store._read(USER) as conn:
-        rows = conn.execute(
-            "SELECT kind, count(*) FROM search_indexes WHERE user_id = ? GROUP BY kind"
-            " ORDER BY kind",
-            (USER,),
-        ).fetchall()
-    found = [(r["kind"], r["count"]) if isinstance(r, dict) else tuple(r) for r in rows]
+        rows = conn.execute(sql, (USER,)).fetchall()
+    return [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in rows]
+
+
+def _saved_kinds(service: Memoro) -> list[str]:
+    found = _copies(
+        service,
+        "SELECT kind, count(*) FROM search_indexes WHERE user_id = ? GROUP BY kind ORDER BY kind",
+    )
     assert all(parts > 1 for _, parts in found)  # stored in parts
     return [kind for kind, _ in found]
 
@@ -133,13 +137,11 @@ def test_a_deletion_removes_the_copies_and_a_stale_one_is_never_saved(
     store: Any = first.store
     store.saver.flush()
     assert len(_saved_kinds(first)) == 2
-    with store._read(USER) as conn:
-        data = conn.execute(
-            "SELECT generation, data FROM search_indexes WHERE user_id = ?"
-            " AND kind = 'keywords' AND part = 0",
-            (USER,),
-        ).fetchone()
-    generation, copy = (data["generation"], data["data"]) if isinstance(data, dict) else data
+    [(generation, copy)] = _copies(
+        first,
+        "SELECT generation, data FROM search_indexes WHERE user_id = ?"
+        " AND kind = 'keywords' AND part = 0",
+    )
 
     assert first.delete_conversation(USER, "c1")
     assert _saved_kinds(first) == []

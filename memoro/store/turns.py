@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -16,6 +16,7 @@ from memoro.errors import InvalidInput
 from memoro.models import Conversation, Job, NewTurn, RecordedTurn, Turn, preview
 from memoro.store import keywords
 from memoro.store.dialect import Conn, Dialect, utcnow
+from memoro.store.memory import saved
 from memoro.store.queue import SqlQueue, finish
 
 VISIBLE = (
@@ -45,7 +46,11 @@ def turn_from_row(d: Dialect, row: Any) -> Turn:
 
 
 class SqlTurns(SqlQueue):
-    """The turn-recording and conversation-reading methods of a store."""
+    """The turn-recording and conversation-reading methods of a store, and
+    the generation that tells in-memory search indexes they are stale."""
+
+    _generations: ClassVar[tuple[str, str]]
+    """(table, column) holding each user's generation, keyed by user_id."""
 
     def record_turns(
         self, user_id: str, turns: Sequence[NewTurn], *, bulk: bool = False
@@ -190,7 +195,7 @@ class SqlTurns(SqlQueue):
                         (user_id, chunk_id, model),
                     )
                     self._insert_vectors(conn, chunk_id, user_id, model, windows)
-            self._vectors_changed(conn, user_id)
+            self._stale(conn, user_id)
 
     @abc.abstractmethod
     def _terms(self, found: keywords.ChunkTerms) -> object:
@@ -205,5 +210,36 @@ class SqlTurns(SqlQueue):
     def _turn_indexed(self, conn: Conn, user_id: str) -> None:
         """A turn of ``user_id`` was indexed."""
 
-    def _vectors_changed(self, conn: Conn, user_id: str) -> None:
-        """The user's vectors changed outside indexing (a new model's)."""
+    def _stale(self, conn: Conn, user_id: str) -> None:
+        """The user's chunks or vectors were removed, hidden or replaced:
+        bump the user's generation, so in-memory indexes built before are
+        read again, and delete their saved copies."""
+        table, column = self._generations
+        conn.execute("DELETE FROM search_indexes WHERE user_id = ?", (user_id,))
+        conn.execute(
+            f"INSERT INTO {table} (user_id, {column}) VALUES (?, 1) ON CONFLICT (user_id)"
+            f" DO UPDATE SET {column} = {table}.{column} + 1",
+            (user_id,),
+        )
+
+    def _keep_index(self, user_id: str, kind: str, generation: int, data: memoryview) -> None:
+        """Save a copy of a user's in-memory index (``memory/saved.py``),
+        in parts, unless the user changed generation since it was built (a
+        user's writers are serialized, so no deletion slips in between)."""
+        table, column = self._generations
+        with self._write(user_id) as conn:
+            row = conn.execute(
+                f"SELECT {column} AS n FROM {table} WHERE user_id = ?", (user_id,)
+            ).fetchone()
+            if (row["n"] if row else 0) != generation:
+                return
+            conn.execute(
+                "DELETE FROM search_indexes WHERE user_id = ? AND kind = ?", (user_id, kind)
+            )
+            for part, piece in enumerate(saved.parts(data)):
+                conn.execute(
+                    "INSERT INTO search_indexes (user_id, kind, part, generation, data)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (user_id, kind, part, generation, piece),
+                )
+        self._deleted(("search_indexes",))  # the copy it replaced

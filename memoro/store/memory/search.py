@@ -1,23 +1,48 @@
 """The search methods a store gets from the in-memory indexes: BM25,
-semantic scoring and neighbour context, each over one user's chunks."""
+semantic scoring and neighbour context, each over one user's chunks; and
+opening and closing those indexes."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 
 import numpy as np
 import numpy.typing as npt
 
 from memoro.store.keywords import query
 from memoro.store.memory.bm25 import KeywordIndex
+from memoro.store.memory.budget import Budget
+from memoro.store.memory.saved import Keep, Saver
+from memoro.store.memory.source import Snapshot
 from memoro.store.memory.vectors import Scorer, VectorCache
 
 
 class IndexedSearch:
     """Search methods over a store's ``keywords`` and ``vectors`` caches."""
 
+    budget: Budget
+    saver: Saver
     vectors: VectorCache
     keywords: KeywordIndex
+
+    def _open_indexes(
+        self, read: Callable[[str], AbstractContextManager[Snapshot]], cache_mb: int, keep: Keep
+    ) -> None:
+        """The caches over ``read`` (one consistent read of a user), within
+        ``cache_mb`` MB, saving large users' copies through ``keep``."""
+        self.budget = Budget(cache_mb << 20)
+        self.saver = Saver(keep)
+        self.vectors = VectorCache(read, self.budget, self.saver)
+        self.keywords = KeywordIndex(
+            read, self.budget, on_load=self.vectors.prefetch, saver=self.saver
+        )
+
+    def _close_indexes(self) -> None:
+        """Finish the copies being saved, then drop every cached index."""
+        self.saver.close()
+        self.vectors.forget()
+        self.keywords.forget()
 
     def keyword_search(self, user_id: str, text: str, limit: int) -> list[tuple[int, int, float]]:
         """Chunks matching words of ``text``: (chunk, turn, BM25 score)."""

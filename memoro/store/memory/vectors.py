@@ -130,6 +130,8 @@ class _UserVectors:
     """derived on the first search after a change"""
     saved_rows: int = 0
     """how many rows the last saved copy held"""
+    loaded: bool = False
+    """whether the first read (of a saved copy, or of every vector) is done"""
 
     def dump(self) -> saved.Arrays:
         """Every row, to save: they are every vector up to ``max_id``."""
@@ -302,7 +304,8 @@ class VectorCache:
                     entry = _UserVectors(generation)
                     self._entries[(user_id, model)] = entry
             with entry.lock:
-                if entry.max_id == 0:
+                if not entry.loaded:  # a user with no vectors asks for a copy once
+                    entry.loaded = True
                     data = rows.saved(_kind(model))
                     arrays = saved.unpack(data) if data is not None else None
                     del data

@@ -31,10 +31,7 @@ from memoro.store import migrations
 from memoro.store.base import Store
 from memoro.store.blocks import SqlBlocks, block_from_row
 from memoro.store.dialect import Conn
-from memoro.store.memory import budget, saved
-from memoro.store.memory.bm25 import KeywordIndex
-from memoro.store.memory.saved import Saver
-from memoro.store.memory.vectors import VectorCache
+from memoro.store.memory import budget
 from memoro.store.postgres._db import JOBS_CHANNEL, PG, PgConn, migrate
 from memoro.store.postgres.health import PgHealth
 from memoro.store.postgres.history import PgHistory
@@ -66,12 +63,7 @@ class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, PgHealth
         cache_mb: int = budget.DEFAULT_MB,
     ) -> None:
         self.url = url
-        self.budget = budget.Budget(cache_mb << 20)
-        self.saver = Saver(self._keep_index)
-        self.vectors = VectorCache(self._snapshot, self.budget, self.saver)
-        self.keywords = KeywordIndex(
-            self._snapshot, self.budget, on_load=self.vectors.prefetch, saver=self.saver
-        )
+        self._open_indexes(self._snapshot, cache_mb, self._keep_index)
         try:
             self.pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] = ConnectionPool(
                 url,
@@ -155,9 +147,14 @@ class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, PgHealth
             raise StoreError(f"PostgreSQL is unavailable: {exc}") from exc
 
     @contextmanager
-    def transaction(self, user_id: str) -> Iterator[psycopg.Connection[dict[str, Any]]]:
-        """A transaction that sees only ``user_id``'s rows."""
+    def transaction(
+        self, user_id: str, *, snapshot: bool = False
+    ) -> Iterator[psycopg.Connection[dict[str, Any]]]:
+        """A transaction that sees only ``user_id``'s rows; with
+        ``snapshot``, read-only and reading one snapshot throughout."""
         with self.connection() as conn, conn.transaction():
+            if snapshot:
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             conn.execute("SELECT set_config('memoro.user_id', %s, true)", (user_id,))
             yield conn
 
@@ -177,30 +174,8 @@ class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, PgHealth
     def _snapshot(self, user_id: str) -> Iterator[PgSnapshot]:
         """One read-only snapshot of ``user_id``'s rows (the in-memory
         indexes read a generation and rows that agree)."""
-        with self.connection() as conn, conn.transaction():
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            conn.execute("SELECT set_config('memoro.user_id', %s, true)", (user_id,))
+        with self.transaction(user_id, snapshot=True) as conn:
             yield PgSnapshot(conn, user_id)
-
-    def _keep_index(self, user_id: str, kind: str, generation: int, data: memoryview) -> None:
-        """Save a copy of a user's in-memory index (``memory/saved.py``)
-        unless the user changed generation since it was built; the shared
-        lock on the user's row makes a deletion that bumps it wait, and
-        then delete this copy."""
-        with self.transaction(user_id) as conn:
-            row = conn.execute(
-                "SELECT generation FROM history_users WHERE user_id = %s FOR SHARE", (user_id,)
-            ).fetchone()
-            if row is None or row["generation"] != generation:
-                return
-            conn.execute(
-                "DELETE FROM search_indexes WHERE user_id = %s AND kind = %s", (user_id, kind)
-            )
-            for part, piece in enumerate(saved.parts(data)):  # one at a time: see PART_BYTES
-                conn.execute(
-                    "INSERT INTO search_indexes VALUES (%s, %s, %s, %s, %b)",
-                    (user_id, kind, part, generation, piece),
-                )
 
     @contextmanager
     def _read(self, user_id: str) -> Iterator[Conn]:
@@ -244,9 +219,7 @@ class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, PgHealth
             log.warning("VACUUM after a deletion failed: %s", exc)
 
     def close(self) -> None:
-        self.saver.close()
-        self.vectors.forget()
-        self.keywords.forget()
+        self._close_indexes()
         self.pool.close()
 
 

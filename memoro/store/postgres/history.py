@@ -24,6 +24,8 @@ from memoro.store.turns import SqlTurns
 class PgHistory(SqlTurns):
     """The past-conversation methods of PostgresStore."""
 
+    _generations = ("history_users", "generation")
+
     def _terms(self, found: keywords.ChunkTerms) -> bytes:
         return found.pack()
 
@@ -33,9 +35,6 @@ class PgHistory(SqlTurns):
             "INSERT INTO history_users (user_id) VALUES (?) ON CONFLICT (user_id) DO NOTHING",
             (user_id,),
         )
-
-    def _vectors_changed(self, conn: Conn, user_id: str) -> None:
-        _bump(conn, user_id)
 
     def _insert_vectors(
         self, conn: Conn, chunk_id: int, user_id: str, model: str, windows: npt.NDArray[np.float32]
@@ -66,7 +65,7 @@ class PgHistory(SqlTurns):
                 " AND t.conversation_id = %(conversation)s",
                 {"user": user_id, "conversation": conversation_id},
             )
-            _bump(conn, user_id)
+            self._stale(conn, user_id)
             self._enqueue(conn, "purge_conversation", user_id, {"conversation_id": conversation_id})
         return True
 
@@ -132,16 +131,5 @@ class PgHistory(SqlTurns):
                 gone += conn.execute(
                     "DELETE FROM vectors WHERE user_id = %s AND model != %s", (user_id, keep_model)
                 ).rowcount
-                _bump(conn, user_id)
+                self._stale(conn, user_id)
         return gone
-
-
-def _bump(conn: Conn, user_id: str) -> None:
-    """The user's chunks or vectors were removed or replaced: in-memory
-    indexes built before, and their saved copies, are stale."""
-    conn.execute("DELETE FROM search_indexes WHERE user_id = ?", (user_id,))
-    conn.execute(
-        "INSERT INTO history_users (user_id, generation) VALUES (?, 1) ON CONFLICT (user_id)"
-        " DO UPDATE SET generation = history_users.generation + 1",
-        (user_id,),
-    )

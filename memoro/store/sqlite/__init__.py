@@ -10,15 +10,12 @@ from pathlib import Path
 
 from memoro.store.base import Store
 from memoro.store.blocks import SqlBlocks
-from memoro.store.memory import budget, saved
-from memoro.store.memory.bm25 import KeywordIndex
-from memoro.store.memory.saved import Saver
-from memoro.store.memory.vectors import VectorCache
+from memoro.store.memory import budget
 from memoro.store.sqlite._db import SQLITE, Database
 from memoro.store.sqlite.health import Health
 from memoro.store.sqlite.history import History
 from memoro.store.sqlite.jobs import Jobs
-from memoro.store.sqlite.source import SqliteSnapshot, snapshot
+from memoro.store.sqlite.source import snapshot
 from memoro.store.uploads import SqlUploads
 
 
@@ -33,29 +30,7 @@ class SqliteStore(SqlBlocks, History, Jobs, SqlUploads, Health, Store):
 
     def __init__(self, path: str | Path, *, cache_mb: int = budget.DEFAULT_MB) -> None:
         self.db = Database(path)
-        self.budget = budget.Budget(cache_mb << 20)
-        self.saver = Saver(self._keep_index)
-        read = partial(snapshot, self.db)
-        self.vectors = VectorCache(read, self.budget, self.saver)
-        self.keywords = KeywordIndex(
-            read, self.budget, on_load=self.vectors.prefetch, saver=self.saver
-        )
-
-    def _keep_index(self, user_id: str, kind: str, generation: int, data: memoryview) -> None:
-        """Save a copy of a user's in-memory index (``memory/saved.py``)
-        unless the user changed generation since it was built."""
-        with self.db.write() as conn:
-            if SqliteSnapshot(conn, user_id).generation() != generation:
-                return
-            conn.execute(
-                "DELETE FROM search_indexes WHERE user_id = ? AND kind = ?", (user_id, kind)
-            )
-            for part, piece in enumerate(saved.parts(data)):
-                conn.execute(
-                    "INSERT INTO search_indexes VALUES (?, ?, ?, ?, ?)",
-                    (user_id, kind, part, generation, piece),
-                )
-        self.db.checkpoint()  # the copy's pages leave the WAL
+        self._open_indexes(partial(snapshot, self.db), cache_mb, self._keep_index)
 
     @property
     def path(self) -> Path:
@@ -80,9 +55,7 @@ class SqliteStore(SqlBlocks, History, Jobs, SqlUploads, Health, Store):
         return self.db.checkpoint()
 
     def close(self) -> None:
-        self.saver.close()
-        self.vectors.forget()
-        self.keywords.forget()
+        self._close_indexes()
         self.db.close()
 
 

@@ -27,6 +27,7 @@ class History(IndexedSearch, SqlTurns):
     """Past-conversation methods of SqliteStore."""
 
     db: Database
+    _generations = ("history_state", "removed_gen")
 
     # -- indexing ------------------------------------------------------------
 
@@ -45,9 +46,6 @@ class History(IndexedSearch, SqlTurns):
             ],
         )
 
-    def _vectors_changed(self, conn: Conn, user_id: str) -> None:
-        _bump(conn, user_id)
-
     # -- deletion ----------------------------------------------------------
 
     def delete_conversation(self, user_id: str, conversation_id: str) -> bool:
@@ -60,7 +58,7 @@ class History(IndexedSearch, SqlTurns):
             )
             if cur.rowcount == 0:
                 return False
-            _bump(conn, user_id)
+            self._stale(conn, user_id)
             self._enqueue(conn, "purge_conversation", user_id, {"conversation_id": conversation_id})
         return True
 
@@ -94,7 +92,7 @@ class History(IndexedSearch, SqlTurns):
                 "DELETE FROM conversations WHERE user_id = ? AND id = ?",
                 (user_id, conversation_id),
             )
-            _bump(conn, user_id)
+            self._stale(conn, user_id)
         self.db.checkpoint()  # the purged text leaves the WAL too
         return True
 
@@ -154,16 +152,5 @@ class History(IndexedSearch, SqlTurns):
             ]
             gone = conn.execute("DELETE FROM vectors WHERE model != ?", (keep_model,)).rowcount
             for user_id in users:
-                _bump(conn, user_id)
+                self._stale(conn, user_id)
         return gone
-
-
-def _bump(conn: Conn, user_id: str) -> None:
-    """The user's chunks or vectors were removed or hidden: in-memory
-    indexes built before, and their saved copies, are stale."""
-    conn.execute("DELETE FROM search_indexes WHERE user_id = ?", (user_id,))
-    conn.execute(
-        "INSERT INTO history_state (user_id, removed_gen) VALUES (?, 1)"
-        " ON CONFLICT (user_id) DO UPDATE SET removed_gen = removed_gen + 1",
-        (user_id,),
-    )
