@@ -232,7 +232,20 @@ class Memoro(Transfers):
         """
         if not isinstance(instructions, str):
             raise InvalidInput("instructions must be a string")
-        stored = self.read_block(user_id)
+        return self._prompt(self.store.prompt_block(check_user(user_id)), instructions)
+
+    def system_prompt_now(self, user_id: str, *, instructions: str = "") -> SystemPrompt | None:
+        """``system_prompt`` when it can be built without waiting on the
+        network or a lock (SQLite, or a block this process holds and knows
+        to be current), so a server may build it on its event loop; else
+        ``None``."""
+        if not isinstance(instructions, str):
+            raise InvalidInput("instructions must be a string")
+        known = self.store.prompt_block_now(check_user(user_id))
+        return self._prompt(known.block, instructions) if known else None
+
+    @staticmethod
+    def _prompt(stored: StoredBlock | None, instructions: str) -> SystemPrompt:
         return build_system_prompt(
             stored.text if stored else None, instructions=inputs.clean_text(instructions)
         )
@@ -330,12 +343,6 @@ class Memoro(Transfers):
         if deleted and self._threaded:
             self.worker.wake()
         return deleted
-
-    @property
-    def reads_inline(self) -> bool:
-        """Whether reading a block is a local read that never waits (SQLite),
-        so a server may do it on its event loop."""
-        return self.store.inline_reads
 
     def queue_stats(self) -> QueueStats:
         """The whole queue's counts and ages, for monitoring (no user data)."""

@@ -79,6 +79,7 @@ def test_migrations_run_once(postgres: tuple[str, str]) -> None:
         "read_block",
         "search_in_memory",
         "search_indexes",
+        "block_notify",
     ]
     assert len(rows) == len(migrations.load("postgres"))
 

@@ -26,7 +26,9 @@ CROSS_USER_FUNCTIONS = {
     "memoro_chunks_missing": "SELECT * FROM memoro_chunks_missing('hash', 100)",
     "memoro_count_missing": "SELECT * FROM memoro_count_missing('hash')",
 }
-HARMLESS = {"memoro_is_worker"}
+# memoro_block_changed is a trigger (not callable): it announces a digest of
+# the user whose block changed, never the text
+HARMLESS = {"memoro_is_worker", "memoro_block_changed"}
 # one user's rows, with the caller's rights: what the caller could read anyway
 ONE_USER = {"memoro_read_block"}
 # across users on purpose, for monitoring: counts and ages, no user, payload or error

@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
@@ -76,11 +77,29 @@ class SemanticScorer(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Known:
+    """A user's block as it stands, ``None`` when nothing is remembered."""
+
+    block: StoredBlock | None
+
+
 class BlockStore(Protocol):
     """Every user's personal memory block and its audit log."""
 
     def read_block(self, user_id: str) -> StoredBlock | None:
         """The user's block, or ``None`` when nothing is remembered."""
+        ...
+
+    def prompt_block(self, user_id: str) -> StoredBlock | None:
+        """The user's block for this turn's prompt: ``read_block``, or the
+        same text from a cache the database keeps current."""
+        ...
+
+    def prompt_block_now(self, user_id: str) -> Known | None:
+        """``prompt_block`` when it needs no wait on a network or a lock (a
+        local read, a cached block), cheap enough for an event loop; else
+        ``None``."""
         ...
 
     def block_transaction(self, user_id: str) -> AbstractContextManager[BlockTransaction]:
@@ -317,10 +336,6 @@ class Store(
     Protocol,
 ):
     """Storage of every user's block, audit log, past turns, jobs and imports."""
-
-    inline_reads: bool
-    """Whether a one-row read is a local read that never waits (SQLite's
-    WAL readers), cheap enough to run on an event loop."""
 
     def close(self) -> None:
         """Release connections; the store cannot be used afterwards."""

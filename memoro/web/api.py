@@ -17,7 +17,6 @@ from starlette.concurrency import run_in_threadpool
 from memoro import block, inputs
 from memoro.envelope import error_body
 from memoro.models import PREVIEW_CHARS, Writer, block_json
-from memoro.prompt import SystemPrompt
 from memoro.service import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT, Memoro
 from memoro.tools import anthropic_tools, openai_tools
 from memoro.turns import MAX_TURN_CHARS
@@ -287,12 +286,11 @@ async def prompt(
     user = await authenticated_user(request)  # not a dependency: FastAPI's cost more
     memoro: Memoro = request.app.state.memoro
     # every turn of every chat fetches it, so it takes the shortest path: the
-    # JSON written directly (PromptOut documents it), and on SQLite the read
-    # of one row on the event loop — microseconds, and a WAL reader never
-    # waits for a writer — rather than a hop to a thread (a network database's)
-    if memoro.reads_inline:
-        system: SystemPrompt = memoro.system_prompt(user, instructions=instructions)
-    else:
+    # JSON written directly (PromptOut documents it), and the block read on
+    # the event loop when that cannot wait (SQLite's one-row read, a block
+    # held in memory) rather than a hop to a thread
+    system = memoro.system_prompt_now(user, instructions=instructions)
+    if system is None:
         system = await run_in_threadpool(memoro.system_prompt, user, instructions=instructions)
     shape = {
         "text": system.text,

@@ -28,11 +28,12 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 
 from memoro.models import StoredBlock
 from memoro.store import migrations
-from memoro.store.base import Store
-from memoro.store.blocks import SqlBlocks, block_from_row
+from memoro.store.base import Known, Store
+from memoro.store.blocks import SqlBlocks, SqlBlockTransaction, block_from_row
 from memoro.store.dialect import Conn
 from memoro.store.memory import budget
 from memoro.store.postgres._db import JOBS_CHANNEL, PG, PgConn, migrate
+from memoro.store.postgres.blocks_cache import BlockCache
 from memoro.store.postgres.health import PgHealth
 from memoro.store.postgres.history import PgHistory
 from memoro.store.postgres.jobs import PgJobs
@@ -51,7 +52,6 @@ class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, PgHealth
     scoped to one user by row-level security."""
 
     dialect = PG
-    inline_reads = False
 
     def __init__(
         self,
@@ -63,6 +63,7 @@ class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, PgHealth
         cache_mb: int = budget.DEFAULT_MB,
     ) -> None:
         self.url = url
+        self.blocks = BlockCache(url)
         self._open_indexes(self._snapshot, cache_mb, self._keep_index)
         try:
             self.pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] = ConnectionPool(
@@ -170,6 +171,21 @@ class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, PgHealth
                 conn.autocommit = False
         return block_from_row(PG, row)
 
+    def prompt_block(self, user_id: str) -> StoredBlock | None:
+        known = self.blocks.get(user_id)
+        return known.block if known else self.blocks.read(user_id, self.read_block)
+
+    def prompt_block_now(self, user_id: str) -> Known | None:
+        return self.blocks.get(user_id)
+
+    @contextmanager
+    def block_transaction(self, user_id: str) -> Iterator[SqlBlockTransaction]:
+        try:
+            with super().block_transaction(user_id) as tx:
+                yield tx
+        finally:  # after the commit: this process's next fetch reads it
+            self.blocks.changed(user_id)
+
     @contextmanager
     def _snapshot(self, user_id: str) -> Iterator[PgSnapshot]:
         """One read-only snapshot of ``user_id``'s rows (the in-memory
@@ -219,6 +235,7 @@ class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, PgHealth
             log.warning("VACUUM after a deletion failed: %s", exc)
 
     def close(self) -> None:
+        self.blocks.close()
         self._close_indexes()
         self.pool.close()
 

@@ -8,7 +8,8 @@ from contextlib import AbstractContextManager, contextmanager
 from functools import partial
 from pathlib import Path
 
-from memoro.store.base import Store
+from memoro.models import StoredBlock
+from memoro.store.base import Known, Store
 from memoro.store.blocks import SqlBlocks
 from memoro.store.memory import budget
 from memoro.store.sqlite._db import SQLITE, Database
@@ -26,11 +27,17 @@ class SqliteStore(SqlBlocks, History, Jobs, SqlUploads, Health, Store):
 
     dialect = SQLITE
     runs_jobs = True
-    inline_reads = True
 
     def __init__(self, path: str | Path, *, cache_mb: int = budget.DEFAULT_MB) -> None:
         self.db = Database(path)
         self._open_indexes(partial(snapshot, self.db), cache_mb, self._keep_index)
+
+    def prompt_block(self, user_id: str) -> StoredBlock | None:
+        return self.read_block(user_id)
+
+    def prompt_block_now(self, user_id: str) -> Known:
+        # a WAL reader never waits for a writer: one row, microseconds
+        return Known(self.read_block(user_id))
 
     @property
     def path(self) -> Path:

@@ -1,0 +1,174 @@
+"""Blocks for the prompt fetch, kept in this process's memory and dropped
+the moment PostgreSQL says a user's block changed.
+
+Every turn of every chat fetches its user's block, and on PostgreSQL each
+read is a round trip through the pool, a thread hop and a database
+process: a third of what one SQLite server serves. So each server keeps the
+blocks it has read, and a trigger on ``memory_blocks`` (migration 14)
+NOTIFYs ``memoro_blocks`` with a digest of the user's id at every commit
+that changes one, whichever server, worker or SQL session wrote it.
+
+Why a cached block is current:
+
+* a listener thread, on its own connection, drops a user's entry for each
+  notification; it heartbeats every second, and while it is not listening
+  (starting, reconnecting, closed) nothing is cached or served from cache,
+  and the cache is emptied each time it starts listening again;
+* a hit is served only while the listener's socket has nothing unread: a
+  notification already delivered but not yet handled makes it a miss;
+* a block read from the database is kept only if no notification was
+  handled while it was being read (``_epoch``), so a read that raced a
+  write never puts the old text back;
+* this process's own writes drop the user's entry when they commit.
+
+What remains is the time PostgreSQL takes to deliver a NOTIFY to another
+server after the writer's commit returns: well under a millisecond on an
+idle database, a few under load; a turn after a settings-page edit comes
+far later than that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import select
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+
+from memoro.models import StoredBlock
+from memoro.store.base import Known
+
+log = logging.getLogger("memoro.store")
+
+CHANNEL = "memoro_blocks"
+APPLICATION = "memoro block cache"
+"""The listener connection's application_name (pg_stat_activity)."""
+EVERYONE = "*"
+"""The payload a TRUNCATE sends: every user's block may have changed."""
+HEARTBEAT = 1.0
+"""Seconds between the listener's checks that its connection still works."""
+ENTRIES = 10_000
+"""Blocks kept, least recently fetched dropped first (≤ 4,000 characters each)."""
+
+# a connection that silently stops answering is given up within seconds
+_KEEPALIVES: dict[str, Any] = {
+    "keepalives_idle": 5,
+    "keepalives_interval": 1,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 3000,
+    "connect_timeout": 5,
+}
+
+
+def digest(user_id: str) -> str:
+    """What a notification names a user by: the trigger's sha256 of the id."""
+    return hashlib.sha256(user_id.encode()).hexdigest()
+
+
+class BlockCache:
+    """Current blocks of recently fetched users, for one store."""
+
+    def __init__(self, url: str, entries: int = ENTRIES) -> None:
+        self._url = url
+        self._entries = entries
+        self._blocks: OrderedDict[str, Known] = OrderedDict()
+        self._lock = threading.Lock()
+        self._epoch = 0
+        """Notifications handled (and listener restarts): a read that saw it
+        move may have raced a write."""
+        self._socket: int | None = None
+        """The listener's socket while it is listening, else None."""
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def get(self, user_id: str) -> Known | None:
+        """The user's block if it is known to be current, without waiting."""
+        self._start()
+        socket = self._socket
+        if socket is None or _unread(socket):
+            return None
+        key = digest(user_id)
+        with self._lock:
+            known = self._blocks.get(key)
+            if known is not None:
+                self._blocks.move_to_end(key)
+            return known
+
+    def read(self, user_id: str, read: Callable[[str], StoredBlock | None]) -> StoredBlock | None:
+        """``read(user_id)`` from the database, kept for the next fetch when
+        no change was announced meanwhile."""
+        self._start()
+        with self._lock:
+            epoch, listening = self._epoch, self._socket is not None
+        block = read(user_id)
+        if listening:
+            with self._lock:
+                if self._epoch == epoch and self._socket is not None:
+                    self._blocks[digest(user_id)] = Known(block)
+                    if len(self._blocks) > self._entries:
+                        self._blocks.popitem(last=False)
+        return block
+
+    def changed(self, user_id: str) -> None:
+        """This process committed a change to the user's block."""
+        self._drop(digest(user_id))
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2 * HEARTBEAT + 5)
+
+    def _start(self) -> None:
+        if self._thread is None and not self._stop.is_set():
+            with self._lock:
+                if self._thread is None:
+                    self._thread = threading.Thread(
+                        target=self._listen, name="memoro-blocks", daemon=True
+                    )
+                    self._thread.start()
+
+    def _drop(self, key: str) -> None:
+        with self._lock:
+            self._epoch += 1
+            if key == EVERYONE:
+                self._blocks.clear()
+            else:
+                self._blocks.pop(key, None)
+
+    def _listening(self, socket: int | None) -> None:
+        """Start or stop serving from the cache, emptied either way."""
+        with self._lock:
+            self._epoch += 1
+            self._blocks.clear()
+            self._socket = socket
+
+    def _listen(self) -> None:
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(
+                    self._url, autocommit=True, application_name=APPLICATION, **_KEEPALIVES
+                ) as conn:
+                    conn.execute(f"LISTEN {CHANNEL}")
+                    self._listening(conn.pgconn.socket)
+                    try:
+                        while not self._stop.is_set():
+                            for note in conn.notifies(timeout=HEARTBEAT):
+                                self._drop(note.payload)
+                            conn.execute("SELECT 1")
+                    finally:
+                        self._listening(None)
+            except psycopg.Error as exc:
+                log.warning("the block cache's listener lost its connection: %s", exc)
+                self._stop.wait(HEARTBEAT)
+
+
+def _unread(socket: int) -> bool:
+    """Whether the listener's socket holds bytes it has not read yet."""
+    try:
+        return bool(select.select([socket], [], [], 0)[0])
+    except (OSError, ValueError):  # closed between the check and here
+        return True
