@@ -6,6 +6,7 @@ prefix before it. Shapes for the OpenAI and Anthropic APIs are derived here.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,9 +56,11 @@ block is never saved.\
 EMPTY_BLOCK = "(empty: nothing is remembered about this user yet)"
 
 
+@functools.lru_cache(maxsize=1024)
 def memory_section(text: str | None) -> str:
     """The personal block as the prompt and the tool results show it: the
-    header and then the block, normalized again on load."""
+    header and then the block, normalized again on load (remembered for
+    recent texts: every turn of a chat loads the same block)."""
     normalized = block.normalize(text or "")
     return f"{block.header(len(normalized))}\n{normalized or EMPTY_BLOCK}"
 
