@@ -114,6 +114,29 @@ def test_refreshes_and_merged_tails_index_exactly_as_a_fresh_load(
     again.close()
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_postings_are_sorted_by_term_even_where_terms_share_their_leading_bits(
+    seed: int,
+) -> None:
+    """The postings sort looks at 32 leading bits first: terms that share
+    them (a few in any large history) still end up grouped and in order,
+    each term's postings in the order they came, as a full stable sort."""
+    rng = np.random.default_rng(seed)
+    vocabulary = rng.integers(0, 1 << 62, 400, dtype=np.int64)
+    shared = vocabulary[0] >> 31 << 31
+    vocabulary[::4] = shared | rng.integers(0, 1 << 31, 100, dtype=np.int64)
+    terms = vocabulary[rng.integers(0, 400, 20_000)]
+    order, ordered = bm25._by_term(terms)
+    expected = np.argsort(terms, kind="stable")
+    assert np.array_equal(order, expected)
+    assert np.array_equal(ordered, terms[expected])
+    docs = np.arange(len(terms), dtype=np.int32)
+    built = bm25._Postings.build([(terms, docs, np.ones(len(terms), np.uint16))])
+    for term in vocabulary[:40].tolist():
+        found, _ = built.find(term)
+        assert sorted(found.tolist()) == np.flatnonzero(terms == term).tolist()
+
+
 def near_ties(seed: int, chunks: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
     """Vectors (several windows for some chunks) that differ from each other
     by about as much as int8 rounding does, so a coarse ranking is wrong."""

@@ -36,13 +36,12 @@ _NEW_CHUNKS = (
     " WHERE c.id > ? AND +c.user_id = ? AND cv.deleted_at IS NULL"
 )
 
-# a first load reads every vector of the user and model, then leaves out
-# the turns of deleted conversations by id (joining each row to its turn
-# and conversation would take 3x as long); a refresh reads only new ids
-_VECTORS = (
-    "SELECT v.id, v.chunk_id, c.turn_id, v.embedding FROM vectors v"
-    " JOIN chunks c ON c.id = v.chunk_id WHERE v.user_id = ? AND v.model = ?"
-)
+# a first load reads every vector of the user and model, and each chunk's
+# turn apart from the user's index on chunks (joining each vector to its
+# chunk's wide row would take twice as long), then leaves out the turns of
+# deleted conversations by id; a refresh reads only new ids
+_VECTORS = "SELECT id, chunk_id, embedding FROM vectors WHERE user_id = ? AND model = ?"
+_CHUNK_TURNS = "SELECT id, turn_id FROM chunks WHERE user_id = ?"
 _HIDDEN_TURNS = (
     "SELECT t.id FROM conversations cv CROSS JOIN turns t"
     " ON t.user_id = cv.user_id AND t.conversation_id = cv.id"
@@ -87,18 +86,33 @@ class SqliteSnapshot:
             hidden = np.array(
                 [r[0] for r in self._conn.execute(_HIDDEN_TURNS, (self._user,))], np.int64
             )
+            pairs = self._conn.execute(_CHUNK_TURNS, (self._user,)).fetchall()
+            chunk_ids = np.fromiter((c for c, _ in pairs), np.int64, len(pairs))
+            chunk_turns = np.fromiter((t for _, t in pairs), np.int64, len(pairs))
+            del pairs
+            order = np.argsort(chunk_ids)
+            chunk_ids, chunk_turns = chunk_ids[order], chunk_turns[order]
+            if not chunk_ids.size:  # no chunks: searchsorted below needs one
+                chunk_ids = chunk_turns = np.zeros(1, np.int64)
             cursor = self._conn.execute(_VECTORS, (self._user, model))
         else:
             hidden = np.zeros(0, np.int64)
             cursor = self._conn.execute(_NEW_VECTORS, (self._user, model, after))
         while rows := cursor.fetchmany(_FETCH):
-            vectors = np.frombuffer(b"".join(r[3] for r in rows), dtype="<f4")
-            ids, chunks, turns = (
-                np.fromiter((r[i] for r in rows), dtype=np.int64, count=len(rows)) for i in range(3)
+            vectors = np.frombuffer(b"".join(r[-1] for r in rows), dtype="<f4")
+            ids, chunks = (
+                np.fromiter((r[i] for r in rows), dtype=np.int64, count=len(rows)) for i in range(2)
             )
+            if after == 0:
+                at = np.minimum(np.searchsorted(chunk_ids, chunks), len(chunk_ids) - 1)
+                turns = np.where(chunk_ids[at] == chunks, chunk_turns[at], -1)
+            else:
+                turns = np.fromiter((r[2] for r in rows), dtype=np.int64, count=len(rows))
             batch = VectorRows(ids, chunks, turns, vectors.reshape(len(rows), -1))
+            keep = turns >= 0  # a chunk the join would not have found
             if hidden.size:
-                keep = ~np.isin(turns, hidden)
+                keep &= ~np.isin(turns, hidden)
+            if not keep.all():
                 batch = VectorRows(ids[keep], chunks[keep], turns[keep], batch.vectors[keep])
             yield batch
 
