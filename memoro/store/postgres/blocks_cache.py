@@ -11,9 +11,12 @@ that changes one, whichever server, worker or SQL session wrote it.
 Why a cached block is current:
 
 * a listener thread, on its own connection, drops a user's entry for each
-  notification; it heartbeats every second, and while it is not listening
-  (starting, reconnecting, closed) nothing is cached or served from cache,
-  and the cache is emptied each time it starts listening again;
+  notification; every second it notifies itself and listens only while it
+  hears that back, so a broken connection, or a pooler that moved LISTEN
+  to another session, is noticed within a second; while it is not
+  listening (starting, reconnecting, deaf, closed) nothing is cached or
+  served from cache, and the cache is emptied each time it starts
+  listening again;
 * a hit is served only while the listener's socket has nothing unread: a
   notification already delivered but not yet handled makes it a miss;
 * a block read from the database is kept only if no notification was
@@ -33,6 +36,7 @@ import hashlib
 import logging
 import select
 import threading
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -47,6 +51,8 @@ log = logging.getLogger("memoro.store")
 CHANNEL = "memoro_blocks"
 APPLICATION = "memoro block cache"
 """The listener connection's application_name (pg_stat_activity)."""
+_PING = "ping:"
+"""Payloads of the listener's own notifications start so (a digest never does)."""
 EVERYONE = "*"
 """The payload a TRUNCATE sends: every user's block may have changed."""
 HEARTBEAT = 1.0
@@ -153,17 +159,36 @@ class BlockCache:
                     self._url, autocommit=True, application_name=APPLICATION, **_KEEPALIVES
                 ) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
-                    self._listening(conn.pgconn.socket)
-                    try:
-                        while not self._stop.is_set():
-                            for note in conn.notifies(timeout=HEARTBEAT):
-                                self._drop(note.payload)
-                            conn.execute("SELECT 1")
-                    finally:
-                        self._listening(None)
-            except psycopg.Error as exc:
-                log.warning("the block cache's listener lost its connection: %s", exc)
+                    self._hear(conn)
+            except (psycopg.Error, _Deaf) as exc:
+                log.warning("the block cache stopped listening: %s", exc)
                 self._stop.wait(HEARTBEAT)
+
+    def _hear(self, conn: psycopg.Connection[Any]) -> None:
+        """Drop the entries each notification names. Every second the
+        listener sends itself a notification and serves from the cache only
+        while it hears it back: a connection that broke, or a pooler that
+        moved the LISTEN to another session, turns the cache off."""
+        try:
+            while not self._stop.is_set():
+                ping = f"{_PING}{uuid.uuid4().hex}"
+                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, ping))
+                heard = False
+                for note in conn.notifies(timeout=HEARTBEAT):
+                    if note.payload == ping:
+                        heard = True
+                        if self._socket is None:
+                            self._listening(conn.pgconn.socket)
+                    elif not note.payload.startswith(_PING):
+                        self._drop(note.payload)
+                if not heard:
+                    raise _Deaf(f"its own notification did not arrive within {HEARTBEAT:g} s")
+        finally:
+            self._listening(None)
+
+
+class _Deaf(Exception):
+    """The listener did not hear its own notification."""
 
 
 def _unread(socket: int) -> bool:
