@@ -36,6 +36,7 @@ import hashlib
 import logging
 import select
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
@@ -57,6 +58,8 @@ EVERYONE = "*"
 """The payload a TRUNCATE sends: every user's block may have changed."""
 HEARTBEAT = 1.0
 """Seconds between the listener's checks that its connection still works."""
+_WAKE = 0.1
+"""Seconds the listener waits at a time, so closing never waits longer."""
 ENTRIES = 10_000
 """Blocks kept, least recently fetched dropped first (≤ 4,000 characters each)."""
 
@@ -126,7 +129,7 @@ class BlockCache:
     def close(self) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=2 * HEARTBEAT + 5)
+            self._thread.join(timeout=HEARTBEAT + 5)
 
     def _start(self) -> None:
         if self._thread is None and not self._stop.is_set():
@@ -174,14 +177,16 @@ class BlockCache:
                 ping = f"{_PING}{uuid.uuid4().hex}"
                 conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, ping))
                 heard = False
-                for note in conn.notifies(timeout=HEARTBEAT):
-                    if note.payload == ping:
-                        heard = True
-                        if self._socket is None:
-                            self._listening(conn.pgconn.socket)
-                    elif not note.payload.startswith(_PING):
-                        self._drop(note.payload)
-                if not heard:
+                until = time.monotonic() + HEARTBEAT
+                while time.monotonic() < until and not self._stop.is_set():
+                    for note in conn.notifies(timeout=_WAKE):
+                        if note.payload == ping:
+                            heard = True
+                            if self._socket is None:
+                                self._listening(conn.pgconn.socket)
+                        elif not note.payload.startswith(_PING):
+                            self._drop(note.payload)
+                if not heard and not self._stop.is_set():
                     raise _Deaf(f"its own notification did not arrive within {HEARTBEAT:g} s")
         finally:
             self._listening(None)
