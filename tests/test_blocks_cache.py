@@ -5,6 +5,8 @@ block only). Real PostgreSQL, several stores standing in for servers."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -53,9 +55,9 @@ def cached(store: PostgresStore, user: str) -> str | None:
         time.sleep(0.01)
 
 
-def becomes(fetch: Callable[[], str | None], expected: str | None) -> bool:
-    """Whether ``fetch()`` gives ``expected`` within two seconds."""
-    deadline = time.monotonic() + 2
+def becomes(fetch: Callable[[], object], expected: object, seconds: float = 2) -> bool:
+    """Whether ``fetch()`` gives ``expected`` within ``seconds``."""
+    deadline = time.monotonic() + seconds
     while fetch() != expected:
         if time.monotonic() > deadline:
             return False
@@ -153,6 +155,32 @@ def test_a_lost_listener_never_leaves_a_stale_block(
         )  # its notification reaches no listener of this server
     assert text(server.prompt_block("ann")) == "while deaf"
     assert cached(server, "ann") == "while deaf"  # listening again
+
+
+def test_a_hung_listener_turns_the_cache_off(
+    stores: tuple[PostgresStore, PostgresStore], postgres: tuple[str, str]
+) -> None:
+    """A listening connection that stops answering without breaking (its
+    database process frozen) is given up within seconds: the server reads
+    the database again, and serves from memory once the listener hears
+    itself again."""
+    server, other = stores
+    admin, _ = postgres
+    write(other, "ann", "before")
+    assert cached(server, "ann") == "before"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        found = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = %s", (APPLICATION,)
+        ).fetchone()
+    assert found is not None
+    os.kill(found[0], signal.SIGSTOP)
+    try:
+        assert becomes(lambda: server.prompt_block_now("ann") is None, True, seconds=5)
+        write(other, "ann", "while frozen")
+        assert text(server.prompt_block("ann")) == "while frozen"
+    finally:
+        os.kill(found[0], signal.SIGCONT)
+    assert cached(server, "ann") == "while frozen"
 
 
 def test_the_prompt_endpoint_serves_a_changed_block(

@@ -22,7 +22,10 @@ Why a cached block is current:
 * a block read from the database is kept only if no notification was
   handled while it was being read (``_epoch``), so a read that raced a
   write never puts the old text back;
-* this process's own writes drop the user's entry when they commit.
+* this process's own writes drop the user's entry when they commit;
+* a hit is served only if the listener heard itself within the last two
+  seconds, so a connection that hangs without breaking stops the cache
+  within two seconds too.
 
 What remains is the time PostgreSQL takes to deliver a NOTIFY to another
 server after the writer's commit returns: well under a millisecond on an
@@ -91,6 +94,8 @@ class BlockCache:
         move may have raced a write."""
         self._socket: int | None = None
         """The listener's socket while it is listening, else None."""
+        self._heard_at = 0.0
+        """When the listener last heard its own notification (monotonic)."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -98,7 +103,7 @@ class BlockCache:
         """The user's block if it is known to be current, without waiting."""
         self._start()
         socket = self._socket
-        if socket is None or _unread(socket):
+        if socket is None or _unread(socket) or time.monotonic() > self._heard_at + 2 * HEARTBEAT:
             return None
         key = digest(user_id)
         with self._lock:
@@ -182,6 +187,7 @@ class BlockCache:
                     for note in conn.notifies(timeout=_WAKE):
                         if note.payload == ping:
                             heard = True
+                            self._heard_at = time.monotonic()
                             if self._socket is None:
                                 self._listening(conn.pgconn.socket)
                         elif not note.payload.startswith(_PING):
