@@ -137,6 +137,31 @@ def test_postings_are_sorted_by_term_even_where_terms_share_their_leading_bits(
         assert sorted(found.tolist()) == np.flatnonzero(terms == term).tolist()
 
 
+def test_loads_pause_the_garbage_collector_until_the_last_one_ends() -> None:
+    """Bulk loads on two threads share one pause of the cyclic collector;
+    it runs again after the last, and stays off if it was off before."""
+    import gc
+
+    from memoro.store.memory.budget import no_collection
+
+    assert gc.isenabled()
+    first, second = no_collection(), no_collection()
+    first.__enter__()
+    second.__enter__()
+    assert not gc.isenabled()
+    first.__exit__(None, None, None)
+    assert not gc.isenabled()  # the second load still runs
+    second.__exit__(None, None, None)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with no_collection():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def near_ties(seed: int, chunks: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
     """Vectors (several windows for some chunks) that differ from each other
     by about as much as int8 rounding does, so a coarse ranking is wrong."""

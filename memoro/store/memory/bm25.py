@@ -30,7 +30,7 @@ import numpy.typing as npt
 from memoro.store import keywords
 from memoro.store.keywords import K1, B, Query
 from memoro.store.memory import saved
-from memoro.store.memory.budget import Budget, give_back_memory
+from memoro.store.memory.budget import Budget, give_back_memory, no_collection
 from memoro.store.memory.source import ChunkRows, Snapshot
 
 TAIL_LIMIT = 2000
@@ -417,7 +417,8 @@ class KeywordIndex:
                         before = index.merged
                         self._refresh(rows, index)
                     else:
-                        self._load(rows, index, start)
+                        with no_collection():
+                            self._load(rows, index, start)
                     for future in alongside:
                         if future is not None:
                             future.result()

@@ -18,14 +18,14 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
 from memoro.store.memory import saved
-from memoro.store.memory.budget import Budget, give_back_memory
+from memoro.store.memory.budget import Budget, give_back_memory, no_collection
 from memoro.store.memory.source import Snapshot, VectorRows
 
 log = logging.getLogger("memoro.store")
@@ -312,10 +312,11 @@ class VectorCache:
                     if arrays is not None:
                         entry.restore(arrays)
                         del arrays
-                parts = [
-                    (batch.ids, batch.chunks, batch.turns, Quantized.of(batch.vectors))
-                    for batch in self._batches(rows, model, entry.max_id)
-                ]
+                with no_collection() if entry.max_id == 0 else nullcontext():
+                    parts = [
+                        (batch.ids, batch.chunks, batch.turns, Quantized.of(batch.vectors))
+                        for batch in self._batches(rows, model, entry.max_id)
+                    ]
                 if parts:
                     self._append(entry, parts)
                     many = len(parts) > 1
