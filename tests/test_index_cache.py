@@ -142,10 +142,10 @@ def test_loads_pause_the_garbage_collector_until_the_last_one_ends() -> None:
     it runs again after the last, and stays off if it was off before."""
     import gc
 
-    from memoro.store.memory.budget import no_collection
+    from memoro.store.memory.budget import bulk_load
 
     assert gc.isenabled()
-    first, second = no_collection(), no_collection()
+    first, second = bulk_load(), bulk_load()
     first.__enter__()
     second.__enter__()
     assert not gc.isenabled()
@@ -155,7 +155,7 @@ def test_loads_pause_the_garbage_collector_until_the_last_one_ends() -> None:
     assert gc.isenabled()
     gc.disable()
     try:
-        with no_collection():
+        with bulk_load():
             pass
         assert not gc.isenabled()
     finally:

@@ -30,7 +30,7 @@ import numpy.typing as npt
 from memoro.store import keywords
 from memoro.store.keywords import K1, B, Query
 from memoro.store.memory import saved
-from memoro.store.memory.budget import Budget, give_back_memory, no_collection
+from memoro.store.memory.budget import Budget, bulk_load, give_back_memory
 from memoro.store.memory.source import ChunkRows, Snapshot
 
 TAIL_LIMIT = 2000
@@ -417,7 +417,7 @@ class KeywordIndex:
                         before = index.merged
                         self._refresh(rows, index)
                     else:
-                        with no_collection():
+                        with bulk_load():
                             self._load(rows, index, start)
                     for future in alongside:
                         if future is not None:

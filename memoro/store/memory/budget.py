@@ -88,20 +88,21 @@ def give_back_memory() -> None:
 
 
 _loads = 0
-_loads_lock = threading.Lock()
+_loads_done = threading.Condition()
 _collecting = False
 
 
 @contextmanager
-def no_collection() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a bulk load runs. A load
-    makes a row tuple per chunk and vector — hundreds of thousands, none in
-    a cycle — and each of them counts towards the next collection, which
+def bulk_load() -> Iterator[None]:
+    """Mark a bulk load of a user's index. While any runs, the cyclic
+    garbage collector is paused and saved copies wait (``after_loads``).
+    A load makes a row tuple per chunk and vector — hundreds of thousands,
+    none in a cycle — and each counts towards the next collection, which
     walks every object of the process (a server's are many): at 100k chunks
     the collector took 0.3–0.45 s of a 2–2.5 s first search. Loads on
     several threads share the pause; it ends with the last of them."""
     global _loads, _collecting
-    with _loads_lock:
+    with _loads_done:
         if _loads == 0:
             _collecting = gc.isenabled()
             gc.disable()
@@ -109,7 +110,16 @@ def no_collection() -> Iterator[None]:
     try:
         yield
     finally:
-        with _loads_lock:
+        with _loads_done:
             _loads -= 1
-            if _loads == 0 and _collecting:
-                gc.enable()
+            if _loads == 0:
+                if _collecting:
+                    gc.enable()
+                _loads_done.notify_all()
+
+
+def after_loads() -> None:
+    """Wait until no bulk load runs: saving a copy (packing and writing
+    ~100 MB at 100k chunks) would take the cores a first search is using."""
+    with _loads_done:
+        _loads_done.wait_for(lambda: _loads == 0)

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import numpy.typing as npt
 
-from memoro.store.memory.budget import give_back_memory
+from memoro.store.memory.budget import after_loads, give_back_memory
 
 log = logging.getLogger("memoro.store")
 
@@ -99,6 +99,7 @@ class Saver:
 
     def _save(self, user_id: str, kind: str, generation: int, dump: Callable[[], Arrays]) -> None:
         assert self._keep is not None
+        after_loads()
         try:
             data = pack(dump())
             self._keep(user_id, kind, generation, data)

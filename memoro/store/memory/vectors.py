@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memoro.store.memory import saved
-from memoro.store.memory.budget import Budget, give_back_memory, no_collection
+from memoro.store.memory.budget import Budget, bulk_load, give_back_memory
 from memoro.store.memory.source import Snapshot, VectorRows
 
 log = logging.getLogger("memoro.store")
@@ -312,7 +312,7 @@ class VectorCache:
                     if arrays is not None:
                         entry.restore(arrays)
                         del arrays
-                with no_collection() if entry.max_id == 0 else nullcontext():
+                with bulk_load() if entry.max_id == 0 else nullcontext():
                     parts = [
                         (batch.ids, batch.chunks, batch.turns, Quantized.of(batch.vectors))
                         for batch in self._batches(rows, model, entry.max_id)
