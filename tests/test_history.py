@@ -247,6 +247,24 @@ def test_c6_a_reindex_brings_no_deleted_conversation_back(history: Memoro) -> No
         assert turn_ids(history.search("ann", "heron regret", mode=mode)) == [kept.turn_id]
 
 
+def test_c8_counts_of_chunks_to_embed_leave_out_a_deleted_conversation(history: Memoro) -> None:
+    """What `memoro status` and a reindex count and visit: on both backends,
+    only chunks of conversations that were not deleted (purge pending)."""
+    history.record_turn("ann", "keep", "the heron at the lake", "ok")
+    history.record_turn("bob", "keep", "bob's heron", "ok")
+    history.record_turn("ann", "gone", "the heron I regret", "oops")
+    history.index_pending()
+    history.delete_conversation("ann", "gone")  # not purged yet
+    store = history.store
+    assert store.count_chunks_missing_vectors("test/hash") == (0, 2)
+    assert store.count_chunks_missing_vectors("test/other-model") == (2, 2)
+    missing = store.chunks_missing_vectors("test/other-model", 100)
+    assert sorted((user, text) for _, user, text in missing) == [
+        ("ann", "the heron at the lake\n\nok"),
+        ("bob", "bob's heron\n\nok"),
+    ]
+
+
 def test_a_turn_with_no_searchable_word_is_indexed_and_search_still_works(
     history: Memoro,
 ) -> None:
