@@ -55,6 +55,15 @@ def cached(store: PostgresStore, user: str) -> str | None:
         time.sleep(0.01)
 
 
+def listener(admin: str) -> int:
+    """The database process of the one block-cache listener."""
+    with psycopg.connect(admin, autocommit=True) as conn:
+        (found,) = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = %s", (APPLICATION,)
+        ).fetchall()
+    return int(found[0])
+
+
 def becomes(fetch: Callable[[], object], expected: object, seconds: float = 2) -> bool:
     """Whether ``fetch()`` gives ``expected`` within ``seconds``."""
     deadline = time.monotonic() + seconds
@@ -145,10 +154,7 @@ def test_a_lost_listener_never_leaves_a_stale_block(
     write(other, "ann", "before")
     assert cached(server, "ann") == "before"
     with psycopg.connect(admin, autocommit=True) as conn:
-        killed = conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
-            (APPLICATION,),
-        ).fetchall()
+        killed = conn.execute("SELECT pg_terminate_backend(%s)", (listener(admin),)).fetchall()
         assert killed == [(True,)]
         conn.execute(
             "UPDATE memory_blocks SET text = 'while deaf' WHERE user_id = 'ann'"
@@ -168,18 +174,14 @@ def test_a_hung_listener_turns_the_cache_off(
     admin, _ = postgres
     write(other, "ann", "before")
     assert cached(server, "ann") == "before"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        found = conn.execute(
-            "SELECT pid FROM pg_stat_activity WHERE application_name = %s", (APPLICATION,)
-        ).fetchone()
-    assert found is not None
-    os.kill(found[0], signal.SIGSTOP)
+    pid = listener(admin)
+    os.kill(pid, signal.SIGSTOP)
     try:
         assert becomes(lambda: server.prompt_block_now("ann") is None, True, seconds=5)
         write(other, "ann", "while frozen")
         assert text(server.prompt_block("ann")) == "while frozen"
     finally:
-        os.kill(found[0], signal.SIGCONT)
+        os.kill(pid, signal.SIGCONT)
     assert cached(server, "ann") == "while frozen"
 
 

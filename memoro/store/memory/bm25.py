@@ -400,28 +400,25 @@ class KeywordIndex:
             with index.lock:
                 before = index.merged
                 if index.max_chunk == 0:
-                    alongside: list[Future[None] | None] = []
-                    first = not index.loaded
+                    on_load = self._on_load if not index.loaded else None
 
-                    def start() -> None:
-                        if self._on_load is not None and first:
-                            alongside.append(self._on_load(user_id))
+                    def start() -> Future[None] | None:
+                        return on_load(user_id) if on_load is not None else None
 
                     data = None if index.loaded else rows.saved(KIND)
                     arrays = saved.unpack(data) if data is not None else None
                     del data
                     if arrays is not None:
-                        start()
+                        alongside = start()
                         index.restore(arrays)
                         del arrays
                         before = index.merged
                         self._refresh(rows, index)
                     else:
                         with bulk_load():
-                            self._load(rows, index, start)
-                    for future in alongside:
-                        if future is not None:
-                            future.result()
+                            alongside = self._load(rows, index, start)
+                    if alongside is not None:
+                        alongside.result()
                     give_back_memory()
                 else:
                     self._refresh(rows, index)
@@ -432,11 +429,13 @@ class KeywordIndex:
         return index
 
     @staticmethod
-    def _load(rows: Snapshot, index: _UserIndex, read: Callable[[], None]) -> None:
+    def _load(
+        rows: Snapshot, index: _UserIndex, read: Callable[[], Future[None] | None]
+    ) -> Future[None] | None:
         """Read all of a user's visible chunks, in bulk, then sort them into
-        postings; ``read()`` is called in between (the sort is NumPy's,
-        without the GIL: work alongside it overlaps better than alongside
-        the reading)."""
+        postings; ``read()`` is called in between and what it returns is
+        returned (the sort is NumPy's, without the GIL: work alongside it
+        overlaps better than alongside the reading)."""
         index.loaded = True
         turns, hidden = rows.turns()
         turn_ids, conversation_ids, seqs = zip(*turns, strict=True) if turns else ((), (), ())
@@ -472,8 +471,9 @@ class KeywordIndex:
                 np.array(batch.lengths, dtype=np.int64),
                 unpack(batch.terms, batch.counts, len(index.chunk)),
             )
-        read()
+        alongside = read()
         index.settle()
+        return alongside
 
     @staticmethod
     def _refresh(rows: Snapshot, index: _UserIndex) -> None:
