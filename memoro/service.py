@@ -428,6 +428,7 @@ class Memoro(Transfers):
             if not todo:
                 if drop_other_models:
                     self.store.drop_vectors(model)
+                self.worker.prepare_changed()  # their saved index copies, as after indexing
                 return done
             vectors = self.embedder.embed_documents([text for _, _, text in todo])
             by_user: dict[str, dict[int, npt.NDArray[np.float32]]] = {}
@@ -435,6 +436,7 @@ class Memoro(Transfers):
                 by_user.setdefault(user_id, {})[chunk_id] = v
             for user_id, mine in by_user.items():
                 self.store.add_vectors(model, user_id, mine)
+            self.worker.note_changed(by_user)
             done += len(todo)
             if progress is not None:
                 progress(len(todo))

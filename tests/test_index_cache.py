@@ -137,6 +137,24 @@ def test_postings_are_sorted_by_term_even_where_terms_share_their_leading_bits(
         assert sorted(found.tolist()) == np.flatnonzero(terms == term).tolist()
 
 
+@pytest.mark.parametrize("limit", [1, 7, 40, 500])
+def test_keyword_hits_with_equal_scores_come_in_chunk_order_whatever_the_load_order(
+    limit: int,
+) -> None:
+    """Equal BM25 scores are ordered by chunk id, also at the cut: a full
+    build and a saved copy plus newer chunks number documents differently
+    and must still rank alike (C4)."""
+    rng = np.random.default_rng(limit)
+    chunk = rng.permutation(300).astype(np.int64) + 1000
+    scores = rng.choice(np.array([0, 0.5, 1.25, 2.0], np.float32), 300)
+    expected = sorted(range(300), key=lambda d: (-scores[d], chunk[d]))
+    expected = [d for d in expected if scores[d] > 0][:limit]
+    for _ in range(3):
+        hits = rng.permutation(np.flatnonzero(scores > 0))
+        best = bm25._best(hits, scores, chunk, limit)
+        assert best.tolist() == expected
+
+
 def test_loads_pause_the_garbage_collector_until_the_last_one_ends() -> None:
     """Bulk loads on two threads share one pause of the cyclic collector;
     it runs again after the last, and stays off if it was off before."""

@@ -2,7 +2,8 @@
 a server that starts (or any other server) reads a large user's copy on its
 first search instead of building the index from every chunk, finds exactly
 what a full build finds, adds what was indexed since, and never reads a copy
-that a deletion made stale — the deletion removes it (C4, C6)."""
+that a deletion made stale — the deletion removes it (C4, C6). The worker
+keeps the copies current after indexing (C2), a purge (C6) and a reindex (C8)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from memoro.history import worker
 from memoro.models import NewTurn
 from memoro.service import Memoro
 from memoro.settings import Settings
@@ -181,3 +183,107 @@ def test_a_damaged_copy_is_built_again_not_an_error(opener: Callable[[], Memoro]
             (USER, USER),
         )
     assert _results(opener()) == built
+
+
+def _drop_copies(service: Memoro) -> None:
+    store: Any = service.store
+    with store._write(USER) as conn:
+        conn.execute("DELETE FROM search_indexes WHERE user_id = ?", (USER,))
+
+
+def test_indexing_keeps_a_large_users_copies_so_no_first_search_builds(
+    opener: Callable[[], Memoro], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    indexer = opener()
+    _record(indexer, 0, 60)  # indexed by the worker; nobody has searched
+    indexer.store.saver.flush()  # type: ignore[attr-defined]
+    embedder = HashEmbedder()
+    assert _saved_kinds(indexer) == ["keywords", f"vectors {embedder.model_id}"]
+
+    with monkeypatch.context() as patched:
+        _no_full_build(patched)
+        from_copy = _results(opener())
+    rebuilt = opener()
+    _drop_copies(rebuilt)
+    assert from_copy == _results(rebuilt)  # the same as a build from every row
+
+
+def test_a_purge_saves_the_copies_again_at_the_new_generation(
+    opener: Callable[[], Memoro], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    indexer = opener()
+    _record(indexer, 0, 60)
+    assert indexer.delete_conversation(USER, "c1")
+    assert _saved_kinds(indexer) == []  # the deletion took the copies with it
+    indexer.index_pending()  # the purge
+    indexer.store.saver.flush()  # type: ignore[attr-defined]
+    assert len(_saved_kinds(indexer)) == 2
+
+    with monkeypatch.context() as patched:
+        _no_full_build(patched)
+        hits = opener().search(USER, "heron kestrel boat", limit=50)
+    assert hits and {h.conversation_id for h in hits} <= {"c0", "c2", "c3", "c4"}
+
+
+def test_a_reindex_saves_the_copies_of_the_users_it_changed(
+    opener: Callable[[], Memoro], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    first = opener()
+    _record(first, 0, 60)
+    other = HashEmbedder("test/other")
+    switched = Memoro(first.store, Settings(home=tmp_path), embedder=other, worker=False)
+    assert switched.reindex(drop_other_models=True) == 60  # drops the old model's vectors
+    first.store.saver.flush()  # type: ignore[attr-defined]
+    assert _saved_kinds(first) == ["keywords", f"vectors {other.model_id}"]
+
+    def refuse(*args: Any) -> None:
+        raise AssertionError("the keyword index was built from every chunk")
+
+    monkeypatch.setattr(bm25.KeywordIndex, "_load", staticmethod(refuse))
+    assert opener().store.keyword_search(USER, "heron", 5)  # the copy is current
+
+
+def test_a_small_uncached_user_is_not_prepared(opener: Callable[[], Memoro]) -> None:
+    service = opener()
+    _record(service, 0, 10)
+    store: Any = service.store
+    assert not store.prepare_search(USER, HashEmbedder().model_id)
+    assert USER not in store.keywords._users  # nothing built, nothing held
+    service.search(USER, "heron", limit=5)
+    assert store.prepare_search(USER, HashEmbedder().model_id)  # cached: kept current
+
+
+def test_a_busy_worker_prepares_a_changed_user_before_it_runs_out_of_jobs(
+    opener: Callable[[], Memoro], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = opener()
+    prepared: list[int] = []
+    store: Any = service.store
+    real = store.prepare_search
+
+    def counting(user_id: str, model: str | None) -> bool:
+        prepared.append(store.count_jobs()["pending"])
+        return bool(real(user_id, model))
+
+    monkeypatch.setattr(store, "prepare_search", counting)
+    monkeypatch.setattr(worker, "PREPARE_EVERY", 0.0)
+    service.worker.batch = 5
+    _record(service, 0, 20)
+    assert prepared[0] > 0  # while jobs were still waiting
+    assert prepared[-1] == 0  # and once the queue was empty
+
+
+def test_a_failed_preparation_loses_no_job(
+    opener: Callable[[], Memoro], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    service = opener()
+    store: Any = service.store
+
+    def broken(user_id: str, model: str | None) -> bool:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(store, "prepare_search", broken)
+    _record(service, 0, 12)
+    assert store.count_jobs() == {"pending": 0, "running": 0, "failed": 0}
+    assert "preparing the search indexes" in caplog.text
+    assert len(service.search(USER, "heron", limit=20)) > 0

@@ -21,7 +21,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -75,6 +75,11 @@ class Lease:
 Handler = Callable[[Job, Lease], None]
 """Runs one job of a kind the worker does not know itself, and finishes it."""
 
+PREPARE_EVERY = 300.0
+"""Seconds a user whose chunks changed waits, while the worker is still
+busy, before their search indexes are brought up to date (at once when the
+worker runs out of due jobs)."""
+
 LONG_JOBS = frozenset({"import_file"})
 """Kinds that can take minutes: run alone, the rest of their batch given back."""
 
@@ -125,6 +130,8 @@ class Worker:
         self._wakes = [threading.Event() for _ in range(self.threads)]
         self._running: list[threading.Thread] = []
         self._progress = threading.Lock()
+        self._changed: dict[str, float] = {}  # user -> when first changed since prepared
+        self._changed_lock = threading.Lock()
 
     def run_once(self, user_id: str | None = None) -> int:
         """Claim a batch of due jobs (only ``user_id``'s, if given) and run
@@ -181,7 +188,36 @@ class Worker:
             if progress is not None:
                 with self._progress:
                     progress(n)
+            self.prepare_changed(waited=PREPARE_EVERY)
+        self.prepare_changed()
         return ran
+
+    def note_changed(self, user_ids: Iterable[str]) -> None:
+        """The chunks or vectors of ``user_ids`` changed."""
+        now = time.monotonic()
+        with self._changed_lock:
+            for user_id in user_ids:
+                self._changed.setdefault(user_id, now)
+
+    def prepare_changed(self, waited: float = 0.0) -> None:
+        """Bring the search indexes of the users whose chunks changed at
+        least ``waited`` seconds ago up to date, as their next search would:
+        a large user's saved copies then follow what was indexed, so their
+        first search on any server loads a copy instead of building from
+        every row (seconds at 100k chunks)."""
+        now = time.monotonic()
+        with self._changed_lock:
+            due = [u for u, at in self._changed.items() if now - at >= waited]
+            for user_id in due:
+                del self._changed[user_id]
+        model = self.embedder.model_id if self.embedder is not None else None
+        for user_id in due:
+            if self._stop.is_set():
+                return
+            try:
+                self.store.prepare_search(user_id, model)
+            except Exception:  # an optimisation: the next search builds instead
+                log.warning("preparing the search indexes of a user failed", exc_info=True)
 
     def _run_group(self, left: list[Job]) -> None:
         """Run the next job, or the next run of turns to index (up to
@@ -233,6 +269,7 @@ class Worker:
                         model,
                     )
                     metrics.observe_indexed(1)
+                    self.note_changed([g.job.user_id])
 
     def _chunks(self, job: Job) -> _Indexing | None:
         turn_id = int(str(job.payload["turn_id"]))
@@ -275,6 +312,7 @@ class Worker:
     def _other(self, job: Job) -> None:
         if job.kind == "purge_conversation":
             self.store.purge_conversation(job, self.name, str(job.payload["conversation_id"]))
+            self.note_changed([job.user_id])
         elif job.kind in self.handlers:
             renew = lambda: self.store.extend_leases([job], self.name, self.lease_seconds)  # noqa: E731
             self.handlers[job.kind](job, Lease(self.name, renew))

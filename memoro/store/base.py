@@ -162,6 +162,12 @@ class SearchIndex(Protocol):
         """Chunks matching words of ``text``: (chunk, turn, BM25), best first."""
         ...
 
+    def prepare_search(self, user_id: str, model: str | None) -> bool:
+        """Bring a cached or large user's search indexes up to date after
+        the worker changed their chunks (and keep their saved copies
+        current); True if it did."""
+        ...
+
     def semantic(self, user_id: str, model: str, query: npt.NDArray[np.float32]) -> SemanticScorer:
         """Score the user's chunks that have vectors from ``model``."""
         ...

@@ -361,10 +361,7 @@ class KeywordIndex:
                     together = docs if together is None else np.intersect1d(together, docs)
                 if together is not None and together.size:
                     scores[together] += sum(idf[t] for t in group)
-            hits = np.flatnonzero(scores > 0)
-            if hits.size > limit:
-                hits = hits[np.argpartition(-scores[hits], limit - 1)[:limit]]
-            hits = hits[np.argsort(-scores[hits], kind="stable")]
+            hits = _best(np.flatnonzero(scores > 0), scores, index.chunk, limit)
             return [
                 (int(index.chunk[i]), int(index.turn[i]), float(scores[i])) for i in hits.tolist()
             ]
@@ -388,6 +385,19 @@ class KeywordIndex:
             docs, owner = index.docs_of(every)
             chunk_turn = dict(zip(index.chunk[docs].tolist(), owner.tolist(), strict=True))
         return neighbors, chunk_turn
+
+    def prepare(self, user_id: str) -> bool:
+        """Bring the user's index up to date as a search would (a rebuild
+        of a large one saves its copy) if it is cached or the user has
+        chunks enough for a copy; return whether it did."""
+        with self._lock:
+            cached = user_id in self._users
+        if not cached:
+            with self._read(user_id) as rows:
+                if rows.chunk_count() < saved.SAVE_MIN:
+                    return False
+        self._fresh(user_id)
+        return True
 
     def _fresh(self, user_id: str) -> _UserIndex:
         with self._read(user_id) as rows:
@@ -506,6 +516,18 @@ class KeywordIndex:
             self._users.clear()
         for user_id in users:
             self._budget.release(("keywords", user_id))
+
+
+def _best(hits: Ints, scores: npt.NDArray[np.float32], chunk: Ints, limit: int) -> Ints:
+    """The ``limit`` best of ``hits`` by score, equal scores by chunk id, so
+    the order does not depend on the order documents were loaded in (a
+    full build and a saved copy plus what was indexed since differ)."""
+    if hits.size > limit:
+        kth = np.partition(scores[hits], hits.size - limit)[hits.size - limit]
+        above, tied = hits[scores[hits] > kth], hits[scores[hits] == kth]
+        tied = tied[np.argsort(chunk[tied], kind="stable")[: limit - above.size]]
+        hits = np.concatenate([above, tied])
+    return hits[np.lexsort((chunk[hits], -scores[hits]))]
 
 
 def _pick(batch: ChunkRows, keep: list[int]) -> ChunkRows:

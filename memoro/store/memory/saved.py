@@ -3,9 +3,11 @@ from every chunk takes seconds at 100k chunks (reading each chunk's terms,
 sorting millions of postings); after a full build, a copy of the arrays is
 saved in the database in the background, and the next server (or the next
 start) that searches the user reads that one value and then only what was
-indexed since. A copy belongs to one generation of the user: a deletion
-removes it in the same transaction, and one from another generation is
-never read."""
+indexed since. The worker brings a large user's indexes up to date after
+indexing or purging their chunks (``IndexedSearch.prepare_search``), so
+the copies follow what was indexed and a first search seldom builds. A copy
+belongs to one generation of the user: a deletion removes it in the same
+transaction, and one from another generation is never read."""
 
 from __future__ import annotations
 

@@ -44,6 +44,19 @@ class IndexedSearch:
         self.vectors.forget()
         self.keywords.forget()
 
+    def prepare_search(self, user_id: str, model: str | None) -> bool:
+        """What the worker calls after indexing or purging a user's chunks:
+        bring the user's indexes (and their vectors from ``model``) up to
+        date as a search would, if they are cached or large enough to be
+        saved, so the copies kept in the database follow what was indexed
+        and a first search on any server loads a copy instead of building
+        from every row. Returns whether it did."""
+        if not self.keywords.prepare(user_id):
+            return False
+        if model is not None:
+            self.vectors.prepare(user_id, model)
+        return True
+
     def keyword_search(self, user_id: str, text: str, limit: int) -> list[tuple[int, int, float]]:
         """Chunks matching words of ``text``: (chunk, turn, BM25 score)."""
         return self.keywords.search(user_id, query(text), limit)

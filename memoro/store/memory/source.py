@@ -53,6 +53,10 @@ class VectorRows:
 class Snapshot(Protocol):
     """One read transaction over one user's history."""
 
+    def chunk_count(self) -> int:
+        """How many chunks the user has (deleted conversations' included
+        until they are purged)."""
+
     def generation(self) -> int:
         """How many times the user's chunks or vectors were removed or
         replaced: an index built at another generation is stale."""

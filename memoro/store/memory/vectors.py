@@ -272,6 +272,11 @@ class VectorCache:
         self._charge(user_id, model, entry)
         return groups
 
+    def prepare(self, user_id: str, model: str) -> None:
+        """Bring the user's vectors from ``model`` up to date as a search
+        would (saving a large user's grown copy)."""
+        self._ready(user_id, model)
+
     def prefetch(self, user_id: str) -> Future[None] | None:
         """Load the user's vectors on this cache's own thread: the keyword
         index calls this as it starts loading the same user and waits for

@@ -65,6 +65,10 @@ class PgSnapshot:
         with self._conn.cursor(row_factory=tuple_row, binary=True) as cursor:
             return cursor.execute(sql, params).fetchall()
 
+    def chunk_count(self) -> int:
+        rows = self._rows("SELECT count(*) FROM chunks WHERE user_id = %s", (self._user,))
+        return int(rows[0][0])
+
     def generation(self) -> int:
         rows = self._rows("SELECT generation FROM history_users WHERE user_id = %s", (self._user,))
         return int(rows[0][0]) if rows else 0

@@ -62,6 +62,10 @@ class SqliteSnapshot:
     def __init__(self, conn: sqlite3.Connection, user_id: str) -> None:
         self._conn, self._user = conn, user_id
 
+    def chunk_count(self) -> int:
+        row = self._conn.execute("SELECT count(*) FROM chunks WHERE user_id = ?", (self._user,))
+        return int(row.fetchone()[0])
+
     def generation(self) -> int:
         row = self._conn.execute(
             "SELECT removed_gen FROM history_state WHERE user_id = ?", (self._user,)
