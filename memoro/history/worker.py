@@ -10,6 +10,9 @@ model is fastest on several windows at once; each job still commits on its
 own, so a crash loses nothing and indexes nothing twice. A job that fails is
 retried with exponential backoff; after MAX_ATTEMPTS it is set aside as
 failed with its error (``memoro jobs``) and never blocks the jobs behind it.
+When it runs out of due jobs, the worker brings the search indexes of the
+large users whose chunks it changed up to date, so the copies of them kept
+in the database follow (``prepare_changed``).
 """
 
 from __future__ import annotations
