@@ -71,7 +71,8 @@ class RandomVectors:
         return out
 
     def embed_query(self, text: str) -> Floats:
-        return self.embed_documents([text])[0][0]
+        vector: Floats = self.embed_documents([text])[0][0]
+        return vector
 
 
 def vocabulary(n: int = 30_000) -> tuple[list[str], list[float]]:
