@@ -614,3 +614,45 @@ def test_a_servers_in_memory_index_follows_what_other_processes_write(
     assert 1 not in {t for _, t, _ in top.top(200)} and len(top.top(200)) == 80
     server.close()
     writer.close()
+
+
+def test_first_searches_that_fill_the_pool_do_not_wait_on_each_other(
+    postgres: tuple[str, str], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A user's first search loads their vectors on another thread, which
+    needs a connection of its own. Searches that held the pool's every
+    connection while waiting for those loads waited until the pool timed out
+    (seen at 32 clients under load); now they let go first (C4)."""
+    import threading
+    import time
+
+    from memoro.service import Memoro
+    from memoro.settings import Settings
+    from memoro.testing import HashEmbedder
+
+    admin, url = postgres
+    pg.clean(admin)
+    users = [f"user-{i}" for i in range(6)]
+    with Memoro(PostgresStore(url), Settings(home=tmp_path), embedder=HashEmbedder()) as writer:
+        for user in users:
+            writer.store.record_turns(user, [NewTurn("c", f"heron lake {user}", "noted")])
+        writer.index_pending()
+    small = PostgresStore(url, max_size=2, timeout=5)
+    searcher = Memoro(small, Settings(home=tmp_path), embedder=HashEmbedder(), worker=False)
+    start, found = threading.Barrier(len(users)), {}
+
+    def first_search(user: str) -> None:
+        start.wait()
+        found[user] = searcher.search(user, "heron lake", limit=3)
+
+    threads = [threading.Thread(target=first_search, args=(u,)) for u in users]
+    began = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    took = time.perf_counter() - began
+    searcher.close()
+    assert all(len(found[u]) == 1 for u in users)
+    assert "ahead of its search failed" not in caplog.text
+    assert took < 4, f"first searches took {took:.1f} s: they waited on the pool"

@@ -400,6 +400,8 @@ class KeywordIndex:
         return True
 
     def _fresh(self, user_id: str) -> _UserIndex:
+        alongside: Future[None] | None = None
+        loaded = False
         with self._read(user_id) as rows:
             generation = rows.generation()
             with self._lock:
@@ -410,6 +412,7 @@ class KeywordIndex:
             with index.lock:
                 before = index.merged
                 if index.max_chunk == 0:
+                    loaded = True
                     on_load = self._on_load if not index.loaded else None
 
                     def start() -> Future[None] | None:
@@ -427,12 +430,17 @@ class KeywordIndex:
                     else:
                         with bulk_load():
                             alongside = self._load(rows, index, start)
-                    if alongside is not None:
-                        alongside.result()
-                    give_back_memory()
                 else:
                     self._refresh(rows, index)
                 rebuilt = index.merged != before and index.merged >= saved.SAVE_MIN
+        # the vectors loading alongside are waited for only now, holding no
+        # connection or lock: their load needs a connection of its own, and
+        # searches that held the pool's every connection while waiting for
+        # such loads would wait on each other until the pool timed out
+        if alongside is not None:
+            alongside.result()
+        if loaded:
+            give_back_memory()
         if rebuilt and self._saver is not None:
             self._saver.save(user_id, KIND, generation, index.dump)
         self._charge(user_id, index)
