@@ -146,3 +146,30 @@ def test_an_upload_cut_off_by_a_crash_is_reported_as_still_uploading(
         assert shown.status_code == 200, shown.text
         assert shown.json()["status"] == "uploading"
         assert bob.get(f"/v1/imports/{unfinished.id}").status_code == 404
+
+
+def test_an_upload_cut_off_by_a_stopped_server_is_deleted_a_day_later(history: Memoro) -> None:
+    """A server that stops mid-upload leaves the upload and its parts behind,
+    under its user's row-level security; the next worker that goes idle
+    deletes every user's such upload once it is a day old, and nothing else
+    (nothing stored half-way stays, I1)."""
+    from datetime import timedelta
+
+    from memoro.store.dialect import utcnow
+
+    store = history.store
+    for user in ("ann", "bob"):
+        for name in ("cut", "arriving"):
+            store.create_upload(user, f"{user}-{name}", "export.zip", "auto")
+            store.add_upload_part(user, f"{user}-{name}", 0, f"{user}'s {name} text".encode())
+        with store._write(user) as conn:  # type: ignore[attr-defined]
+            conn.execute(
+                "UPDATE imports SET created_at = ? WHERE id = ? AND user_id = ?",
+                (store.dialect.time(utcnow() - timedelta(hours=25)), f"{user}-cut", user),  # type: ignore[attr-defined]
+            )
+    history.index_pending()  # an idle worker sweeps
+    for user in ("ann", "bob"):
+        assert store.get_import(user, f"{user}-cut") is None
+        assert store.upload_part(user, f"{user}-cut", 0) is None
+        assert store.upload_part(user, f"{user}-arriving", 0) == f"{user}'s arriving text".encode()
+    assert store.drop_stale_uploads() == 0

@@ -80,6 +80,7 @@ def test_migrations_run_once(postgres: tuple[str, str]) -> None:
         "search_in_memory",
         "search_indexes",
         "block_notify",
+        "stale_uploads",
     ]
     assert len(rows) == len(migrations.load("postgres"))
 

@@ -144,3 +144,28 @@ def test_a_server_on_the_app_role_serves_while_a_worker_role_indexes_and_purges(
     assert [c.id for c in app.list_conversations("bob")] == ["kept"]
     app.write_block("ann", "Name: Ann", writer="user")
     assert app.delete_block("ann", writer="user").deleted
+
+
+def test_only_a_worker_sees_other_users_stale_uploads_and_only_those(
+    postgres_server: Any, roles: tuple[Memoro, Memoro]
+) -> None:
+    """A day-old upload that never finished is visible across users to
+    memoro_worker alone, which deletes it; a fresh one is not (D2)."""
+    app, worker = roles
+    for name in ("cut", "arriving"):
+        app.store.create_upload("bob", name, "export.zip", "auto")
+        app.store.add_upload_part("bob", name, 0, b"bob's text")
+    with psycopg.connect(postgres_server.admin, autocommit=True) as conn:
+        conn.execute("UPDATE imports SET created_at = now() - interval '25 hours' WHERE id = 'cut'")
+    with psycopg.connect(postgres_server.app) as conn:
+        conn.execute("SELECT set_config('memoro.user_id', 'ann', true)")
+        for table in ("imports", "import_parts"):
+            assert conn.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,)
+    assert app.store.drop_stale_uploads() == 0  # the app role finds none to delete
+    with psycopg.connect(postgres_server.worker) as conn:
+        conn.execute("SELECT set_config('memoro.user_id', 'ann', true)")
+        seen = conn.execute("SELECT id FROM imports").fetchall()
+        assert seen == [("cut",)]  # not the upload still arriving
+    assert worker.store.drop_stale_uploads() == 1
+    assert app.store.get_import("bob", "cut") is None
+    assert app.store.upload_part("bob", "arriving", 0) == b"bob's text"

@@ -83,6 +83,10 @@ PREPARE_EVERY = 300.0
 busy, before their search indexes are brought up to date (at once when the
 worker runs out of due jobs)."""
 
+SWEEP_EVERY = 3600.0
+"""Seconds between a worker's looks for uploads cut off by a server that
+stopped mid-way (``Store.drop_stale_uploads``)."""
+
 LONG_JOBS = frozenset({"import_file"})
 """Kinds that can take minutes: run alone, the rest of their batch given back."""
 
@@ -135,6 +139,7 @@ class Worker:
         self._progress = threading.Lock()
         self._changed: dict[str, float] = {}  # user -> when first changed since prepared
         self._changed_lock = threading.Lock()
+        self._swept = -SWEEP_EVERY  # monotonic time of the last sweep: none yet
 
     def run_once(self, user_id: str | None = None) -> int:
         """Claim a batch of due jobs (only ``user_id``'s, if given) and run
@@ -193,7 +198,21 @@ class Worker:
                     progress(n)
             self.prepare_changed(waited=PREPARE_EVERY)
         self.prepare_changed()
+        self._sweep()
         return ran
+
+    def _sweep(self) -> None:
+        """Delete uploads cut off by a stopped server, once in SWEEP_EVERY."""
+        now = time.monotonic()
+        with self._changed_lock:
+            if now - self._swept < SWEEP_EVERY:
+                return
+            self._swept = now
+        try:
+            if dropped := self.store.drop_stale_uploads():
+                log.info("deleted %d upload(s) cut off by a server that stopped", dropped)
+        except Exception:  # the next sweep tries again
+            log.warning("deleting uploads cut off by a stopped server failed", exc_info=True)
 
     def note_changed(self, user_ids: Iterable[str]) -> None:
         """The chunks or vectors of ``user_ids`` changed."""

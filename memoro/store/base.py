@@ -299,6 +299,11 @@ class ImportStore(Protocol):
         """Forget an upload that did not complete, with its parts."""
         ...
 
+    def drop_stale_uploads(self) -> int:
+        """Delete every user's uploads that have been arriving for a day or
+        more (their server stopped mid-way), with their parts; how many."""
+        ...
+
     def upload_part(self, user_id: str, import_id: str, part: int) -> bytes | None:
         """Part number ``part`` of a stored upload of the user."""
         ...

@@ -5,11 +5,18 @@ stay for the user. Every row names its user."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from memoro.models import ImportState, ImportStatus, Job
 from memoro.store.dialect import Conn, Dialect, utcnow
 from memoro.store.queue import SqlQueue, finish
+
+STALE_UPLOAD = timedelta(days=1)
+"""An upload still arriving after this long was cut off by a server that
+stopped mid-way (a client that goes away is answered and its upload dropped
+at once); workers delete it, with its parts. On PostgreSQL, migration 15
+lets a worker see and delete exactly these rows of other users."""
 
 
 def _status(d: Dialect, row: Any) -> ImportStatus:
@@ -76,6 +83,17 @@ class SqlUploads(SqlQueue):
                 conn.execute(
                     "DELETE FROM imports WHERE id = ? AND user_id = ?", (import_id, user_id)
                 )
+
+    def drop_stale_uploads(self) -> int:
+        stale = "status = 'uploading' AND created_at < ?"
+        cutoff = (self.dialect.time(utcnow() - STALE_UPLOAD),)
+        with self._queue() as conn:
+            uploads = f"SELECT id FROM imports WHERE {stale}"
+            conn.execute(f"DELETE FROM import_parts WHERE import_id IN ({uploads})", cutoff)
+            dropped = conn.execute(f"DELETE FROM imports WHERE {stale}", cutoff).rowcount
+        if dropped:
+            self._deleted(("import_parts", "imports"))  # the text leaves the files too
+        return int(dropped)
 
     def upload_part(self, user_id: str, import_id: str, part: int) -> bytes | None:
         with self._read(user_id) as conn:
