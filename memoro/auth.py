@@ -70,6 +70,11 @@ class Claims:
 
 
 def _checked_secret(secret: str) -> bytes:
+    if not secret:
+        raise ConfigError(
+            f"MEMORO_SECRET is not set: token auth needs a secret of {MIN_SECRET} characters"
+            " or more (e.g. openssl rand -hex 32)"
+        )
     if len(secret) < MIN_SECRET:
         raise ConfigError(f"MEMORO_SECRET must be at least {MIN_SECRET} characters for token auth")
     return secret.encode()

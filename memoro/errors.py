@@ -10,6 +10,7 @@ to CLI messages.
     ├── Unauthorized        no valid user token or session
     ├── KeysUnavailable     the identity provider's signing keys could not be fetched
     ├── ConfigError         a setting has a value memoro cannot use
+    ├── ModelError          the chat model's API failed or could not be reached
     └── StoreError          the database could not do what was asked
         └── MigrationError  the schema is newer than this memoro, or broken
 
@@ -83,6 +84,13 @@ class ConfigError(MemoroError):
     """A setting has a value memoro cannot use."""
 
     code = "config_error"
+
+
+class ModelError(MemoroError):
+    """The chat model's API could not be reached, or refused or failed the
+    request (HTTP 502); the turn was not answered."""
+
+    code = "model_error"
 
 
 class StoreError(MemoroError):

@@ -230,3 +230,16 @@ def test_a_provider_api_without_a_key_is_a_configuration_error(
         monkeypatch.delenv(variable, raising=False)
     with pytest.raises(ConfigError, match="API_KEY"):
         OpenAIProvider("gpt-4.1") if kind == "openai" else AnthropicProvider("claude")
+
+
+def test_a_turn_the_model_could_not_answer_leaves_no_trace(history: Memoro) -> None:
+    from memoro.errors import ModelError
+    from tests.web_server import free_port
+
+    down = OpenAIProvider("m", base_url=f"http://127.0.0.1:{free_port()}/v1", api_key="x")
+    down.client = down.client.with_options(max_retries=0)
+    agent = Agent(history, down, USER)
+    with pytest.raises(ModelError, match="the chat model failed"):
+        agent.send("hello")
+    assert agent.history == []  # sent again later, it is not there twice
+    assert history.list_conversations(USER) == []

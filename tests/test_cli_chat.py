@@ -57,3 +57,30 @@ def test_a_delete_all_is_told_as_clearing_not_as_writing(tmp_path: Path) -> None
         result = CliRunner().invoke(cli, ["chat"], input="Forget me\n/quit\n", env=env)
     assert "[Memory cleared: everything remembered was deleted]" in result.stderr
     assert "written" not in result.stderr
+
+
+def test_an_unreachable_model_is_one_error_line_and_the_chat_goes_on(tmp_path: Path) -> None:
+    from tests.web_server import free_port
+
+    env = {
+        "MEMORO_HOME": str(tmp_path),
+        "MEMORO_EMBEDDER": "keyword",
+        "MEMORO_LLM": "openai",
+        "MEMORO_LLM_URL": f"http://127.0.0.1:{free_port()}/v1",
+        "MEMORO_LLM_MODEL": "fake",
+        "MEMORO_LLM_KEY": "x",
+    }
+    result = CliRunner().invoke(cli, ["chat"], input="hello\n/memory\n/quit\n", env=env)
+    assert result.exit_code == 0, result.output
+    assert "Error: the chat model failed" in result.stderr
+    assert "Traceback" not in result.output
+    assert "(nothing remembered)" in result.stdout  # the session went on after the error
+
+
+def test_a_model_without_a_name_says_which_setting_is_missing(tmp_path: Path) -> None:
+    env = {"MEMORO_HOME": str(tmp_path), "MEMORO_LLM": "openai"}
+    result = CliRunner().invoke(cli, ["chat"], env=env)
+    assert result.exit_code == 2
+    assert "MEMORO_LLM is openai: set MEMORO_LLM_MODEL" in result.stderr
+    bare = CliRunner().invoke(cli, ["chat"], env={"MEMORO_HOME": str(tmp_path)})
+    assert "MEMORO_LLM=openai" in bare.stderr and "MEMORO_LLM_MODEL" in bare.stderr

@@ -370,3 +370,25 @@ def test_conversations_come_in_pages_with_the_total(local_server: str, service: 
             refused = http.get("/v1/conversations", params=params)
             assert refused.status_code == 422, params
             assert refused.json()["error"]["code"] == "invalid_input"
+
+
+def test_an_unreachable_chat_model_is_a_502_in_json_streamed_or_not(
+    web_service: Memoro,
+) -> None:
+    """The model's API cannot be reached: the chat answers a JSON 502 (a
+    stream ends with an error event), never a bare 500, and the turn can be
+    sent again once the model is back."""
+    from memoro.agent import OpenAIProvider
+    from tests.web_server import free_port
+
+    down = OpenAIProvider("m", base_url=f"http://127.0.0.1:{free_port()}/v1", api_key="x")
+    down.client = down.client.with_options(max_retries=0)
+    local = AuthConfig.build("local", "", "me")
+    with running(web_service, local, down) as url, client(url) as http:
+        answered = http.post("/v1/chat", json={"message": "hi", "stream": False})
+        assert answered.status_code == 502
+        assert answered.json()["error"]["code"] == "model_error"
+        streamed = http.post("/v1/chat", json={"message": "hi", "stream": True})
+        assert streamed.status_code == 200
+        assert "event: error" in streamed.text and '"model_error"' in streamed.text
+    assert web_service.list_conversations("me") == []  # no turn was recorded

@@ -246,3 +246,8 @@ def test_token_auth_without_a_secret_or_a_jwks_url_does_not_start() -> None:
         AuthConfig.build("token", "", "local")
     with pytest.raises(ConfigError, match="at least 32"):
         AuthConfig.build("token", "short", "local")
+
+
+def test_issuing_a_token_without_a_secret_says_it_is_not_set() -> None:
+    with pytest.raises(ConfigError, match="MEMORO_SECRET is not set"):
+        Signer("")

@@ -10,6 +10,7 @@ from typing import Any
 
 from memoro.agent.compaction import compact
 from memoro.agent.providers import Message, OnText, Provider, ToolCall
+from memoro.errors import ModelError
 from memoro.service import Memoro
 from memoro.tools import TOOLS, ToolSpec
 
@@ -87,12 +88,17 @@ class Agent:
     ) -> TurnResult:
         """One turn: the user's message in, the final answer out; the finished
         turn is recorded for search."""
+        start = len(self.history)
         self.history.append({"role": "user", "content": text})
         result = TurnResult(answer="")
         for _ in range(self.max_tool_rounds + 1):
             system = self.memoro.system_prompt(self.user_id, instructions=self.instructions)
             messages = compact(self.history, self.context_budget_chars)
-            reply = self.provider.complete(system, messages, self.tools(), on_text)
+            try:
+                reply = self.provider.complete(system, messages, self.tools(), on_text)
+            except ModelError:
+                del self.history[start:]  # the turn was not answered: it can be sent again
+                raise
             if not reply.tool_calls:
                 result.answer = reply.text
                 self.history.append({"role": "assistant", "content": reply.text})

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from memoro.errors import ConfigError
+from memoro.errors import ConfigError, ModelError
 from memoro.prompt import SystemPrompt
 from memoro.tools import ToolSpec
 
@@ -48,6 +49,15 @@ class Provider(Protocol):
     ) -> Reply: ...
 
 
+@contextmanager
+def _calling(failure: type[Exception]) -> Iterator[None]:
+    """The SDK's errors (unreachable, refused, failed) as ModelError."""
+    try:
+        yield
+    except failure as exc:
+        raise ModelError(f"the chat model failed: {exc}") from exc
+
+
 def _key(given: str, variable: str, base_url: str | None) -> str | None:
     """The key to send: the one given, else the SDK's own variable; an
     endpoint of your own (a base URL) may need none, a provider's API does."""
@@ -76,8 +86,19 @@ class OpenAIProvider:
                 " or MEMORO_LLM_URL to a local endpoint that needs none"
             )
         self.client = openai.OpenAI(base_url=base_url, api_key=key)
+        self._failure = openai.OpenAIError
 
     def complete(
+        self,
+        system: SystemPrompt,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        on_text: OnText | None = None,
+    ) -> Reply:
+        with _calling(self._failure):
+            return self._complete(system, messages, tools, on_text)
+
+    def _complete(
         self,
         system: SystemPrompt,
         messages: list[Message],
@@ -149,8 +170,19 @@ class AnthropicProvider:
                 "the Anthropic provider needs an API key: set ANTHROPIC_API_KEY (or MEMORO_LLM_KEY)"
             )
         self.client = anthropic.Anthropic(base_url=base_url, api_key=key)
+        self._failure = anthropic.AnthropicError
 
     def complete(
+        self,
+        system: SystemPrompt,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        on_text: OnText | None = None,
+    ) -> Reply:
+        with _calling(self._failure):
+            return self._complete(system, messages, tools, on_text)
+
+    def _complete(
         self,
         system: SystemPrompt,
         messages: list[Message],
@@ -215,7 +247,15 @@ def _anthropic_messages(messages: list[Message]) -> list[dict[str, Any]]:
 def make_provider(kind: str, model: str, url: str = "", key: str = "") -> Provider:
     """The provider the settings name."""
     if not model:
-        raise ConfigError("set MEMORO_LLM_MODEL to the model to chat with")
+        known = (
+            f"MEMORO_LLM is {kind}: "
+            if kind in ("openai", "anthropic")
+            else (
+                "set MEMORO_LLM=openai (any OpenAI-compatible endpoint, with MEMORO_LLM_URL)"
+                " or MEMORO_LLM=anthropic, and "
+            )
+        )
+        raise ConfigError(f"{known}set MEMORO_LLM_MODEL to the model to chat with")
     if kind == "openai":
         return OpenAIProvider(model, url or None, key)
     if kind == "anthropic":

@@ -25,7 +25,7 @@ def chat(ctx: click.Context, user: str | None) -> None:
     """
     from memoro.agent import Agent, make_provider
     from memoro.agent.loop import ToolEvent
-    from memoro.errors import ConfigError
+    from memoro.errors import ConfigError, ModelError
 
     settings: Settings = ctx.find_root().obj
     try:
@@ -70,9 +70,13 @@ def chat(ctx: click.Context, user: str | None) -> None:
                     if line.startswith(("- ", "+ ")):
                         click.secho(f"  {line}", fg="yellow", err=True)
 
-        result = agent.send(
-            text, on_text=lambda piece: click.echo(piece, nl=False), on_tool=on_tool
-        )
+        try:
+            result = agent.send(
+                text, on_text=lambda piece: click.echo(piece, nl=False), on_tool=on_tool
+            )
+        except ModelError as exc:  # say so and let the person try again
+            click.echo(f"\nError: {exc}", err=True)
+            continue
         if result.stopped:
             click.echo(result.answer, nl=False)
         click.echo()

@@ -29,6 +29,7 @@ from memoro.errors import (
     InvalidInput,
     KeysUnavailable,
     MemoroError,
+    ModelError,
     StoreError,
     TooLarge,
     Unauthorized,
@@ -55,6 +56,7 @@ STATUS = {
     UnknownTool: 404,
     InvalidInput: 422,
     ConfigError: 500,
+    ModelError: 502,
     StoreError: 503,
     KeysUnavailable: 503,
 }
