@@ -118,6 +118,7 @@ def _out(agent: Agent, result: TurnResult) -> ChatOut:
     " the finished turn recorded for search. The Chat page uses it.",
     responses={
         200: {"content": {"text/event-stream": {}}, "description": "A ChatOut, or events."},
+        502: {"model": ErrorOut, "description": "The model's API failed or cannot be reached"},
         503: {"model": ErrorOut, "description": "No model is configured"},
     },
 )
