@@ -230,25 +230,17 @@ class Memoro(Transfers):
         ``instructions`` is the host application's own stable text; it goes
         after memoro's base prompt and before the personal block.
         """
-        if not isinstance(instructions, str):
-            raise InvalidInput("instructions must be a string")
-        return self._prompt(self.store.prompt_block(check_user(user_id)), instructions)
+        extra = _instructions(instructions)
+        return _prompt(self.store.prompt_block(check_user(user_id)), extra)
 
     def system_prompt_now(self, user_id: str, *, instructions: str = "") -> SystemPrompt | None:
         """``system_prompt`` when it can be built without waiting on the
         network or a lock (SQLite, or a block this process holds and knows
         to be current), so a server may build it on its event loop; else
         ``None``."""
-        if not isinstance(instructions, str):
-            raise InvalidInput("instructions must be a string")
+        extra = _instructions(instructions)
         known = self.store.prompt_block_now(check_user(user_id))
-        return self._prompt(known.block, instructions) if known else None
-
-    @staticmethod
-    def _prompt(stored: StoredBlock | None, instructions: str) -> SystemPrompt:
-        return build_system_prompt(
-            stored.text if stored else None, instructions=inputs.clean_text(instructions)
-        )
+        return _prompt(known.block, extra) if known else None
 
     # -- past conversations (C) --------------------------------------------
 
@@ -471,6 +463,17 @@ class Memoro(Transfers):
         if user_id is not None and user_id != "":
             user_id = check_user(user_id)
         return execute(self, user_id or None, name, arguments)
+
+
+def _instructions(instructions: object) -> str:
+    """The host's own prompt text, checked before anything is read."""
+    if not isinstance(instructions, str):
+        raise InvalidInput("instructions must be a string")
+    return inputs.clean_text(instructions)
+
+
+def _prompt(stored: StoredBlock | None, instructions: str) -> SystemPrompt:
+    return build_system_prompt(stored.text if stored else None, instructions=instructions)
 
 
 def _rejection(new: str, current: str | None) -> WriteResult:

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -49,13 +48,33 @@ class Provider(Protocol):
     ) -> Reply: ...
 
 
-@contextmanager
-def _calling(failure: type[Exception]) -> Iterator[None]:
-    """The SDK's errors (unreachable, refused, failed) as ModelError."""
-    try:
-        yield
-    except failure as exc:
-        raise ModelError(f"the chat model failed: {exc}") from exc
+class _SdkProvider:
+    """What both SDK providers share: the SDK's own errors (unreachable,
+    refused, failed) come out as ModelError."""
+
+    _failure: type[Exception]
+    """The base class of the SDK's errors."""
+
+    def complete(
+        self,
+        system: SystemPrompt,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        on_text: OnText | None = None,
+    ) -> Reply:
+        try:
+            return self._complete(system, messages, tools, on_text)
+        except self._failure as exc:
+            raise ModelError(f"the chat model failed: {exc}") from exc
+
+    def _complete(
+        self,
+        system: SystemPrompt,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        on_text: OnText | None,
+    ) -> Reply:
+        raise NotImplementedError
 
 
 def _key(given: str, variable: str, base_url: str | None) -> str | None:
@@ -69,7 +88,7 @@ def _key(given: str, variable: str, base_url: str | None) -> str | None:
     return "not-needed" if base_url else None
 
 
-class OpenAIProvider:
+class OpenAIProvider(_SdkProvider):
     """Chat Completions with streaming; the system prompt is one message whose
     stable part is a byte-identical prefix across turns."""
 
@@ -87,16 +106,6 @@ class OpenAIProvider:
             )
         self.client = openai.OpenAI(base_url=base_url, api_key=key)
         self._failure = openai.OpenAIError
-
-    def complete(
-        self,
-        system: SystemPrompt,
-        messages: list[Message],
-        tools: list[ToolSpec],
-        on_text: OnText | None = None,
-    ) -> Reply:
-        with _calling(self._failure):
-            return self._complete(system, messages, tools, on_text)
 
     def _complete(
         self,
@@ -151,7 +160,7 @@ def _openai_message(message: Message) -> dict[str, Any]:
     return out
 
 
-class AnthropicProvider:
+class AnthropicProvider(_SdkProvider):
     """The Messages API with streaming; the system prompt is two blocks with a
     cache breakpoint after the stable one, before the personal block."""
 
@@ -171,16 +180,6 @@ class AnthropicProvider:
             )
         self.client = anthropic.Anthropic(base_url=base_url, api_key=key)
         self._failure = anthropic.AnthropicError
-
-    def complete(
-        self,
-        system: SystemPrompt,
-        messages: list[Message],
-        tools: list[ToolSpec],
-        on_text: OnText | None = None,
-    ) -> Reply:
-        with _calling(self._failure):
-            return self._complete(system, messages, tools, on_text)
 
     def _complete(
         self,
@@ -246,21 +245,13 @@ def _anthropic_messages(messages: list[Message]) -> list[dict[str, Any]]:
 
 def make_provider(kind: str, model: str, url: str = "", key: str = "") -> Provider:
     """The provider the settings name."""
-    if not model:
-        known = (
-            f"MEMORO_LLM is {kind}: "
-            if kind in ("openai", "anthropic")
-            else (
-                "set MEMORO_LLM=openai (any OpenAI-compatible endpoint, with MEMORO_LLM_URL)"
-                " or MEMORO_LLM=anthropic, and "
-            )
+    if kind not in ("openai", "anthropic"):
+        raise ConfigError(
+            "no LLM is configured: set MEMORO_LLM=openai (any OpenAI-compatible endpoint,"
+            " with MEMORO_LLM_URL) or MEMORO_LLM=anthropic, and MEMORO_LLM_MODEL"
         )
-        raise ConfigError(f"{known}set MEMORO_LLM_MODEL to the model to chat with")
+    if not model:
+        raise ConfigError(f"MEMORO_LLM is {kind}: set MEMORO_LLM_MODEL to the model to chat with")
     if kind == "openai":
         return OpenAIProvider(model, url or None, key)
-    if kind == "anthropic":
-        return AnthropicProvider(model, url or None, key)
-    raise ConfigError(
-        "no LLM is configured: set MEMORO_LLM=openai (any OpenAI-compatible endpoint,"
-        " with MEMORO_LLM_URL) or MEMORO_LLM=anthropic, and MEMORO_LLM_MODEL"
-    )
+    return AnthropicProvider(model, url or None, key)

@@ -138,8 +138,8 @@ class Worker:
         self._running: list[threading.Thread] = []
         self._progress = threading.Lock()
         self._changed: dict[str, float] = {}  # user -> when first changed since prepared
-        self._changed_lock = threading.Lock()
         self._swept = -SWEEP_EVERY  # monotonic time of the last sweep: none yet
+        self._upkeep = threading.Lock()  # guards the two above
 
     def run_once(self, user_id: str | None = None) -> int:
         """Claim a batch of due jobs (only ``user_id``'s, if given) and run
@@ -204,7 +204,7 @@ class Worker:
     def _sweep(self) -> None:
         """Delete uploads cut off by a stopped server, once in SWEEP_EVERY."""
         now = time.monotonic()
-        with self._changed_lock:
+        with self._upkeep:
             if now - self._swept < SWEEP_EVERY:
                 return
             self._swept = now
@@ -217,7 +217,7 @@ class Worker:
     def note_changed(self, user_ids: Iterable[str]) -> None:
         """The chunks or vectors of ``user_ids`` changed."""
         now = time.monotonic()
-        with self._changed_lock:
+        with self._upkeep:
             for user_id in user_ids:
                 self._changed.setdefault(user_id, now)
 
@@ -228,13 +228,14 @@ class Worker:
         first search on any server loads a copy instead of building from
         every row (seconds at 100k chunks)."""
         now = time.monotonic()
-        with self._changed_lock:
+        with self._upkeep:
             due = [u for u, at in self._changed.items() if now - at >= waited]
             for user_id in due:
                 del self._changed[user_id]
         model = self.embedder.model_id if self.embedder is not None else None
-        for user_id in due:
-            if self._stop.is_set():
+        for i, user_id in enumerate(due):
+            if self._stop.is_set():  # the rest wait for the next pass
+                self.note_changed(due[i:])
                 return
             try:
                 self.store.prepare_search(user_id, model)
