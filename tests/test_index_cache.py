@@ -6,6 +6,7 @@ compact vectors whose search still ranks exactly."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ from memoro.service import Memoro
 from memoro.settings import Settings
 from memoro.store.memory import bm25
 from memoro.store.memory.budget import Budget
+from memoro.store.memory.source import Snapshot
 from memoro.store.memory.vectors import Quantized, Scorer, _Groups
 from memoro.store.sqlite import SqliteStore
 from memoro.testing import HashEmbedder
@@ -61,12 +63,13 @@ def test_the_budget_drops_the_least_recently_searched_users_and_never_exceeds_it
     for user in ("u2", "u3", "u1"):
         service.search(user, "heron")
         assert budget(service).used <= budget(service).limit
-    # a search reads keywords, then vectors, then the keyword index's context
+    # a search reads keywords, then vectors; its neighbour context reuses the
+    # keyword index the search just read
     assert cached_users(service) == [
-        ("vectors", "u3"),
         ("keywords", "u3"),
-        ("vectors", "u1"),
+        ("vectors", "u3"),
         ("keywords", "u1"),
+        ("vectors", "u1"),
     ]
 
 
@@ -112,6 +115,64 @@ def test_refreshes_and_merged_tails_index_exactly_as_a_fresh_load(
         fresh.keyword_search("u1", "heron", 500)
     )
     again.close()
+
+
+def other_server(memoro: Memoro, tmp_path: Path) -> Memoro:
+    """A second process's view of the same database: what it indexes does
+    not touch ``memoro``'s cached indexes."""
+    store = memoro.store
+    assert isinstance(store, SqliteStore)
+    return Memoro(
+        SqliteStore(store.path), Settings(home=tmp_path), embedder=HashEmbedder(), worker=False
+    )
+
+
+def test_a_search_reads_the_keyword_index_once_and_its_context_reuses_it(
+    service: Memoro, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = service.store
+    assert isinstance(store, SqliteStore)
+    reads: list[str] = []
+    read = store.keywords._read
+
+    def counted(user_id: str) -> AbstractContextManager[Snapshot]:
+        reads.append(user_id)
+        return read(user_id)
+
+    monkeypatch.setattr(store.keywords, "_read", counted)
+    assert service.search("u1", "heron number 7")
+    assert reads == ["u1"]
+
+
+def test_context_reads_again_for_a_turn_indexed_after_the_index_was_read(
+    service: Memoro, tmp_path: Path
+) -> None:
+    store = service.store
+    assert store.keyword_search("u1", "heron", 10)  # the index is read now
+    other = other_server(service, tmp_path)
+    late = other.record_turn("u1", "c9", "a late egret", "seen")
+    other.index_pending()
+    # as when the semantic side, which reads later, finds the new turn
+    neighbors, chunk_turn = store.turn_context("u1", [late.turn_id])
+    assert neighbors == {late.turn_id: []}
+    assert list(chunk_turn.values()) == [late.turn_id]
+    other.close()
+
+
+def test_context_reuses_an_index_only_briefly(
+    service: Memoro, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = service.store
+    first = service.record_turn("u1", "c9", "a heron by the lake", "x")
+    service.index_pending()
+    assert store.keyword_search("u1", "heron", 10)
+    other = other_server(service, tmp_path)
+    second = other.record_turn("u1", "c9", "then an egret", "y")
+    other.index_pending()
+    monkeypatch.setattr(bm25, "REUSE", 0.0)  # the index is now too old to reuse
+    neighbors, _ = store.turn_context("u1", [first.turn_id])
+    assert neighbors == {first.turn_id: [second.turn_id]}
+    other.close()
 
 
 @pytest.mark.parametrize("seed", range(3))
