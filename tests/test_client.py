@@ -14,7 +14,9 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+import httpx
 import pytest
 
 from memoro import block
@@ -362,6 +364,24 @@ def test_a_string_token_serves_its_own_user_only(web_service: Memoro) -> None:
     assert web_service.read_block("ann").text == "mine"  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize("meant", ["bob", "ann/../bob", "zoë"])
+def test_a_request_meant_for_another_user_is_refused_before_it_acts(
+    web_service: Memoro, meant: str
+) -> None:
+    with running(web_service, AuthConfig.build("token", SECRET, "local")) as url:
+        token = SIGNER.issue("ann")
+        headers = {"Authorization": f"Bearer {token}", "X-Memoro-User": quote(meant, safe="")}
+        refused = httpx.put(f"{url}/v1/memory", json={"block": "x"}, headers=headers)
+        assert refused.status_code == 403
+        assert refused.json()["error"]["message"] == (
+            f"the token is for 'ann', not {meant!r}: nothing was read or written"
+        )
+        headers["X-Memoro-User"] = "ann"
+        assert httpx.put(f"{url}/v1/memory", json={"block": "x"}, headers=headers).is_success
+    assert web_service.read_block("ann").text == "x"  # type: ignore[union-attr]
+    assert web_service.read_block(meant) is None
+
+
 def test_an_unreachable_server_is_a_store_error() -> None:
     client = MemoroClient(f"http://127.0.0.1:{free_port()}", timeout=5)
     with client, pytest.raises(StoreError, match="could not be reached"):
@@ -407,5 +427,12 @@ def test_the_client_talks_to_memoro_serve_in_local_mode(tmp_path: Path) -> None:
             assert client.write_block("me", "Preferred name: Al", writer="user").saved
             client.record_turn("me", "first", "Hello there", "Hi!")
             assert [c.preview for c in client.list_conversations("me")] == ["Hello there"]
+            # the server serves its one user: a call meant for another is
+            # refused, not carried out for "me" and labelled "alice"
+            with pytest.raises(Unauthorized, match="serves one user, 'me', not 'alice'"):
+                client.write_block("alice", "Preferred name: Alice", writer="user")
+            with pytest.raises(Unauthorized, match="not 'alice'"):
+                client.read_block("alice")
         with Memoro.open(tmp_path, embedder="keyword", worker=False) as embedded:
             assert embedded.read_block("me").text == "Preferred name: Al"  # type: ignore[union-attr]
+            assert embedded.read_block("alice") is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import queue
+import socket
 import subprocess
 import sys
 import threading
@@ -19,12 +20,12 @@ from tests.web_server import free_port
 
 
 @contextmanager
-def serving(home: Path, **env: str) -> Iterator[tuple[str, queue.Queue[str]]]:
+def serving(home: Path, *args: str, **env: str) -> Iterator[tuple[str, queue.Queue[str]]]:
     """``memoro serve`` on a free port; its stderr lines arrive in the queue."""
     port = free_port()
     full = {**os.environ, "MEMORO_HOME": str(home), "MEMORO_EMBEDDER": "keyword", **env}
     server = subprocess.Popen(
-        [sys.executable, "-m", "memoro", "serve", "--port", str(port)],
+        [sys.executable, "-m", "memoro", "serve", "--port", str(port), *args],
         env=full,
         stderr=subprocess.PIPE,
         text=True,
@@ -94,3 +95,36 @@ def test_the_log_level_warning_keeps_requests_quiet(tmp_path: Path) -> None:
                 assert time.monotonic() < deadline, "memoro serve did not answer"
     # the server has stopped and every line it wrote has been read
     assert not any("memoro.http" in line for line in seen + list(lines.queue))
+
+
+def test_a_port_in_use_is_one_clear_error_before_any_banner(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "memoro", "serve", "--port", str(port)],
+            env={**os.environ, "MEMORO_HOME": str(tmp_path), "MEMORO_EMBEDDER": "keyword"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        f"Error: cannot listen on 127.0.0.1 port {port}: Address already in use"
+        " (is another memoro serve running? choose a port with --port)"
+    )
+
+
+def test_listening_on_every_address_prints_urls_a_browser_can_open(tmp_path: Path) -> None:
+    seen: list[str] = []
+    secret = "s" * 40
+    with serving(tmp_path, "--host", "0.0.0.0", MEMORO_AUTH="token", MEMORO_SECRET=secret) as (
+        url,
+        lines,
+    ):
+        port = url.rsplit(":", 1)[1]
+        assert "every address (0.0.0.0)" in wait_for(lines, "listening on", seen)
+        page = wait_for(lines, "Memory settings page:", seen)
+        assert page.split()[-1] == f"http://localhost:{port}/memory"
+        assert "memoro token issue --user" in wait_for(lines, "/login?token=", seen)

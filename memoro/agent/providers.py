@@ -96,13 +96,17 @@ class OpenAIProvider(_SdkProvider):
         try:
             import openai
         except ImportError:
-            raise ConfigError("the OpenAI provider needs: pip install 'memoro[chat]'") from None
+            raise ConfigError(
+                "the OpenAI provider needs the openai package (memoro's chat extra):"
+                " pip install openai"
+            ) from None
         self.model = model
         key = _key(api_key, "OPENAI_API_KEY", base_url or os.environ.get("OPENAI_BASE_URL"))
         if key is None:
             raise ConfigError(
-                "the OpenAI provider needs an API key: set OPENAI_API_KEY (or MEMORO_LLM_KEY),"
-                " or MEMORO_LLM_URL to a local endpoint that needs none"
+                "the OpenAI provider needs an API key: set OPENAI_API_KEY or pass api_key"
+                " (MEMORO_LLM_KEY for memoro chat and serve); a local endpoint that needs"
+                " none is given as base_url or OPENAI_BASE_URL (MEMORO_LLM_URL)"
             )
         self.client = openai.OpenAI(base_url=base_url, api_key=key)
         self._failure = openai.OpenAIError
@@ -170,13 +174,17 @@ class AnthropicProvider(_SdkProvider):
         try:
             import anthropic
         except ImportError:
-            raise ConfigError("the Anthropic provider needs: pip install 'memoro[chat]'") from None
+            raise ConfigError(
+                "the Anthropic provider needs the anthropic package (memoro's chat extra):"
+                " pip install anthropic"
+            ) from None
         self.model = model
         self.max_tokens = max_tokens
         key = _key(api_key, "ANTHROPIC_API_KEY", base_url or os.environ.get("ANTHROPIC_BASE_URL"))
         if key is None:
             raise ConfigError(
-                "the Anthropic provider needs an API key: set ANTHROPIC_API_KEY (or MEMORO_LLM_KEY)"
+                "the Anthropic provider needs an API key: set ANTHROPIC_API_KEY or pass"
+                " api_key (MEMORO_LLM_KEY for memoro chat and serve)"
             )
         self.client = anthropic.Anthropic(base_url=base_url, api_key=key)
         self._failure = anthropic.AnthropicError

@@ -8,6 +8,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import tempfile
 from types import FrameType
 from typing import Any
@@ -21,6 +22,35 @@ from memoro.settings import SETTINGS, Settings
 
 MAX_HEAD = 1024 * 1024
 """Bytes of request line and headers `memoro serve` reads (h11's default is 16 KB)."""
+
+
+def _check_free(host: str, port: int) -> None:
+    """Fail with a clear message, before saying anything is served, when
+    ``port`` is taken (uvicorn would report it only after the banner)."""
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on {host}: {exc.strerror or exc}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise click.ClickException(
+                f"cannot listen on {host} port {port}: {exc.strerror or exc}"
+                " (is another memoro serve running? choose a port with --port)"
+            ) from None
+
+
+def _shown_host(host: str) -> str:
+    """The host to put in the URLs printed: a browser on this machine cannot
+    open the any-address."""
+    if host in ("0.0.0.0", "::", ""):
+        return "localhost"
+    return f"[{host}]" if ":" in host else host
 
 
 def _is_loopback(host: str) -> bool:
@@ -77,7 +107,8 @@ def serve(ctx: click.Context, host: str, port: int, workers: int) -> None:
             f" set MEMORO_AUTH=token and MEMORO_SECRET to listen on {host}"
         )
     log_to_stderr(settings.log_level)
-    shown = f"[{host}]" if ":" in host else host
+    _check_free(host, port)
+    shown = _shown_host(host)
     shared: dict[str, str] = {}
     if workers == 1:
         memoro = Memoro(settings.open_store(), settings)
@@ -93,10 +124,17 @@ def serve(ctx: click.Context, host: str, port: int, workers: int) -> None:
     click.echo(f"memoro is serving {settings.database_words()}", err=True)
     if workers > 1:
         click.echo(f"  in {workers} processes", err=True)
+    if shown == "localhost" and host != "localhost":
+        click.echo(f"  listening on every address ({host or '*'}), port {port}", err=True)
     click.echo(f"  Memory settings page: http://{shown}:{port}/memory", err=True)
     click.echo(f"  API reference:        http://{shown}:{port}/docs", err=True)
     if settings.llm != "none":
         click.echo(f"  Chat page:            http://{shown}:{port}/chat", err=True)
+    if settings.auth == "token":
+        click.echo(
+            "  Pages open through /login?token=…; to try them: memoro token issue --user U",
+            err=True,
+        )
     # uvicorn stops gracefully on SIGTERM, then raises the signal again, which
     # would end the process before memoro closes: end it with an exit instead
     signal.signal(signal.SIGTERM, _exit)

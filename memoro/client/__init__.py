@@ -9,8 +9,10 @@ server by changing the line that opens it:
 that returns a token for a user id (a host serving many users signs one per
 user). The server takes the user from the token, never from an argument: the
 ``user_id`` each method takes must be the token's user, and with a string
-token that is checked before anything is sent. ``AsyncMemoroClient`` is the
-same over ``async``/``await``. Both use httpx.
+token that is checked before anything is sent. Each request also names the
+user it means, so the server refuses (``Unauthorized``) one whose token —
+or, in auth mode local, whose one user — is someone else, before it acts.
+``AsyncMemoroClient`` is the same over ``async``/``await``. Both use httpx.
 """
 
 from __future__ import annotations

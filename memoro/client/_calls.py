@@ -123,10 +123,13 @@ class Calls:
         self.token, self.user_claim = token, user_claim
 
     def headers(self, user_id: str) -> dict[str, str]:
+        # the server refuses a request whose token (or, in auth mode local,
+        # whose one user) is not this user, before it acts
+        meant = {"X-Memoro-User": quote(user_id, safe="")}
         if self.token is None:
-            return {}  # a server in auth mode local, on loopback
+            return meant  # a server in auth mode local, on loopback
         if callable(self.token):
-            return {"Authorization": f"Bearer {self.token(user_id)}"}
+            return {"Authorization": f"Bearer {self.token(user_id)}", **meant}
         try:
             named = jwt.decode(self.token, options={"verify_signature": False}).get(self.user_claim)
         except jwt.PyJWTError:
@@ -136,7 +139,7 @@ class Calls:
                 f"this client's token is for user {named!r}, not {user_id!r}: the server acts for"
                 " the token's user only (pass a function from user id to token to serve many)"
             )
-        return {"Authorization": f"Bearer {self.token}"}
+        return {"Authorization": f"Bearer {self.token}", **meant}
 
     def read_block(self, user_id: str) -> Call[StoredBlock | None]:
         def read(response: httpx.Response) -> StoredBlock | None:

@@ -10,7 +10,7 @@ import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     from memoro.settings import Settings
 
 CSRF_HEADER = "x-csrf-token"
+USER_HEADER = "x-memoro-user"
+"""Optional: the user (percent-encoded) a caller means to act for. It never
+chooses the user; a request whose authentication says otherwise is refused
+before anything is read or written (memoro's client always sends it)."""
 UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
 MAX_BODY = 4 * 1024 * 1024
@@ -111,6 +115,11 @@ def current_user(request: Request) -> str:
     """The authenticated user of this request, else Unauthorized (401)."""
     user = _current_user(request)
     request.state.user_id = user  # for the request's log line
+    meant = request.headers.get(USER_HEADER)
+    if meant is not None and unquote(meant) != user:
+        auth: AuthConfig = request.app.state.auth
+        acts = "this server serves one user," if auth.mode == "local" else "the token is for"
+        raise Forbidden(f"{acts} {user!r}, not {unquote(meant)!r}: nothing was read or written")
     return user
 
 
