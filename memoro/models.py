@@ -54,6 +54,12 @@ class StoredBlock:
         return etag(self.text)
 
 
+def iso(at: datetime) -> str:
+    """``at`` as every interface shows a time: ISO 8601, UTC written ``Z``."""
+    text = at.isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
 def block_json(stored: StoredBlock | None) -> dict[str, object]:
     """A user's block as the API and the CLI show it; no block is empty."""
     return {
@@ -61,7 +67,7 @@ def block_json(stored: StoredBlock | None) -> dict[str, object]:
         "count": stored.count if stored else 0,
         "limit": LIMIT,
         "etag": etag(stored.text if stored else None),
-        "updated_at": stored.updated_at.isoformat() if stored else None,
+        "updated_at": iso(stored.updated_at) if stored else None,
         "updated_by": stored.updated_by.value if stored else None,
     }
 
@@ -125,7 +131,7 @@ class AuditEntry:
     def to_json(self) -> dict[str, object]:
         return {
             "id": self.id,
-            "at": self.at.isoformat(),
+            "at": iso(self.at),
             "writer": self.writer.value,
             "operation": self.operation.value,
             "removed_lines": list(self.removed_lines),
@@ -249,7 +255,7 @@ class Turn:
             "seq": self.seq,
             "question": self.question,
             "answer": self.answer,
-            "at": self.at.isoformat(),
+            "at": iso(self.at),
             "indexed": self.indexed,
         }
 
@@ -283,8 +289,8 @@ class Conversation:
             "title": self.title,
             "preview": self.preview,
             "turns": self.turns,
-            "first_at": self.first_at.isoformat(),
-            "last_at": self.last_at.isoformat(),
+            "first_at": iso(self.first_at),
+            "last_at": iso(self.last_at),
         }
 
 
@@ -302,7 +308,7 @@ class SearchHit:
         return {
             "turn_id": self.turn_id,
             "conversation": self.conversation_id,
-            "at": self.at.isoformat(),
+            "at": iso(self.at),
             "text": self.text,
             "score": round(self.score, 6),
         }
@@ -367,9 +373,9 @@ class Job:
             "payload": self.payload,
             "status": self.status.value,
             "attempts": self.attempts,
-            "run_after": self.run_after.isoformat(),
+            "run_after": iso(self.run_after),
             "last_error": self.last_error,
-            "created_at": self.created_at.isoformat(),
+            "created_at": iso(self.created_at),
         }
 
 
@@ -406,6 +412,6 @@ class ImportStatus:
             "read_bytes": self.read_bytes,
             "report": self.report,
             "error": self.error,
-            "created_at": self.created_at.isoformat(),
-            "finished_at": self.finished_at.isoformat() if self.finished_at else None,
+            "created_at": iso(self.created_at),
+            "finished_at": iso(self.finished_at) if self.finished_at else None,
         }

@@ -136,6 +136,31 @@ def test_the_export_downloads_and_imports_back_elsewhere(server: str, web_servic
         assert copy.get("/v1/memory").json()["block"] == "Preferred name: Al"
 
 
+def test_every_time_an_answer_shows_is_utc_written_z(server: str, web_service: Memoro) -> None:
+    with client(server, "ann") as ann:
+        ann.put("/v1/memory", json={"block": "Preferred name: Al"})
+        ann.post("/v1/turns", json={"conversation": "c", "question": "Q?", "answer": "A."})
+        exported = ann.get("/v1/export").json()
+        started = upload(ann, FIXTURES / "claude-conversations.json").json()
+        web_service.index_pending()
+        times = [
+            ann.get("/v1/memory").json()["updated_at"],
+            ann.get("/v1/memory/audit").json()[0]["at"],
+            *(ann.get("/v1/conversations").json()[0][k] for k in ("first_at", "last_at")),
+            ann.get("/v1/conversations/c").json()[0]["at"],
+            ann.get("/v1/search", params={"q": "Q"}).json()["hits"][0]["at"],
+            started["created_at"],
+            *(
+                ann.get(f"/v1/imports/{started['id']}").json()[k]
+                for k in ("created_at", "finished_at")
+            ),
+            exported["exported_at"],
+            exported["block"]["updated_at"],
+            exported["conversations"][0]["turns"][0]["at"],
+        ]
+    assert all(t.endswith("Z") and "+" not in t for t in times), times
+
+
 def test_an_upload_cut_off_by_a_crash_is_reported_as_still_uploading(
     server: str, web_service: Memoro
 ) -> None:

@@ -26,7 +26,15 @@ from memoro.imports import jsonstream
 from memoro.imports.model import ImportedConversation, ImportedTurn, Tally
 from memoro.imports.source import Source
 from memoro.imports.times import BadTime, parse
-from memoro.models import AuditEntry, Conversation, Operation, StoredBlock, Turn, Writer
+from memoro.models import (
+    AuditEntry,
+    Conversation,
+    Operation,
+    StoredBlock,
+    Turn,
+    Writer,
+    iso,
+)
 
 FORMAT = "memoro-export"
 VERSION = 1
@@ -206,12 +214,12 @@ def write_export(
         "format": FORMAT,
         "version": VERSION,
         "user": user_id,
-        "exported_at": now.isoformat(),
+        "exported_at": iso(now),
         "block": None
         if block is None
         else {
             "text": block.text,
-            "updated_at": block.updated_at.isoformat(),
+            "updated_at": iso(block.updated_at),
             "updated_by": block.updated_by.value,
         },
         "audit": [
@@ -225,7 +233,7 @@ def write_export(
             "id": conversation.id,
             "title": conversation.title,
             "turns": [
-                {"key": t.key, "question": t.question, "answer": t.answer, "at": t.at.isoformat()}
+                {"key": t.key, "question": t.question, "answer": t.answer, "at": iso(t.at)}
                 for t in turns
             ],
         }
