@@ -139,7 +139,12 @@ class Memoro(Transfers):
         if self.embedder is None:
             checks["model"] = "none (keyword search only)"
         elif isinstance(self.embedder, LocalEmbedder):
-            checks["model"] = "loaded" if self.embedder.loaded else "loading"
+            if self.embedder.loaded:
+                checks["model"] = "loaded"
+            elif self.embedder.failure is not None:
+                checks["model"] = f"failed: {self.embedder.failure}"
+            else:
+                checks["model"] = "loading"
             ok = ok and self.embedder.loaded
         else:
             checks["model"] = f"{type(self.embedder).__name__} (not probed)"

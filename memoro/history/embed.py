@@ -66,6 +66,9 @@ class LocalEmbedder:
         self.model_id = MODEL_IDS.get(variant, f"local/all-MiniLM-L6-v2-{variant}")
         self._model: MiniLM | None = None
         self._lock = threading.Lock()
+        self.failure: str | None = None
+        """Why the model could not be loaded, if it could not (it is tried
+        again on the next text)."""
 
     def warm(self) -> None:
         """Load the model now (building it on first use) rather than on the
@@ -82,7 +85,12 @@ class LocalEmbedder:
 
         with self._lock:
             if self._model is None:
-                self._model = MiniLM(self.variant, cache=self.cache)
+                try:
+                    self._model = MiniLM(self.variant, cache=self.cache)
+                except MemoroError as exc:
+                    self.failure = str(exc)
+                    raise
+                self.failure = None
             return self._model
 
     def _windows(self, text: str) -> list[list[int]]:

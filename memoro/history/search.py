@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from memoro.errors import MemoroError
+from memoro.errors import ConfigError, MemoroError
 from memoro.history.embed import Embedder
 from memoro.history.fusion import Mode, RankedTurn, rank
 from memoro.models import SearchHit, SearchHits
@@ -26,6 +26,9 @@ CANDIDATES = 200
 
 UNREACHABLE = (
     "The embedding model could not be reached, so these results come from keyword search alone."
+)
+UNAVAILABLE = (
+    "The embedding model is not available here, so these results come from keyword search alone."
 )
 INCOMPLETE = (
     "Some past conversations are not yet embedded by the current model, so these results"
@@ -60,7 +63,7 @@ def gather(
             vector = embedder.embed_query(query)
         except MemoroError as exc:
             log.warning("semantic search failed, using keywords alone: %s", exc)
-            warnings.append(UNREACHABLE)
+            warnings.append(UNAVAILABLE if isinstance(exc, ConfigError) else UNREACHABLE)
     if embedder is None or vector is None:
         mode = Mode.KEYWORD
     keyword_hits = store.keyword_search(user_id, query, CANDIDATES) if mode != Mode.SEMANTIC else []
