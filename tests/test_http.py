@@ -224,8 +224,21 @@ def test_a_405_lists_every_method_the_path_has(token_server: str) -> None:
     with client(token_server, "ann") as http:
         memory = http.patch("/v1/memory", json={})
         conversation = http.put("/v1/conversations/a/b", json={})
-    assert memory.status_code == 405 and memory.headers["Allow"] == "DELETE, GET, PUT"
-    assert conversation.status_code == 405 and conversation.headers["Allow"] == "DELETE, GET"
+    assert memory.status_code == 405 and memory.headers["Allow"] == "DELETE, GET, HEAD, PUT"
+    assert conversation.status_code == 405
+    assert conversation.headers["Allow"] == "DELETE, GET, HEAD"
+
+
+def test_head_answers_as_get_without_a_body(token_server: str) -> None:
+    with client(token_server, "ann") as http:
+        http.put("/v1/memory", json={"block": "Preferred name: Al"})
+        for path in ("/v1/memory", "/healthz", "/docs", "/v1/export"):
+            got, head = http.get(path), http.head(path)
+            assert (head.status_code, head.content) == (got.status_code, b""), path
+            assert head.headers["content-type"] == got.headers["content-type"], path
+        assert http.head("/v1/memory").headers["etag"] == http.get("/v1/memory").headers["etag"]
+        assert http.head("/v1/turns").status_code == 405  # a POST-only path
+    assert httpx.head(f"{token_server}/v1/memory").status_code == 401  # still authenticated
 
 
 def test_a_body_that_is_not_json_is_refused(token_server: str) -> None:

@@ -158,6 +158,8 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
                 if isinstance(route, Route) and route.matches(request.scope)[0] != Match.NONE
                 for method in route.methods or ()
             }
+            if "GET" in methods:
+                methods.add("HEAD")  # answered as GET at the edge
             response.headers["Allow"] = ", ".join(sorted(methods))
         return response
 

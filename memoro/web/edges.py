@@ -30,9 +30,10 @@ _PARAM = re.compile(r":\w+}")
 
 class Edges:
     """Refuse a v1 request body that is not JSON (415), add the security
-    headers (and ``Cache-Control: no-store`` under /v1/), log one line at
-    info level — method, route (never an id or a query), status,
-    milliseconds, a hash of the user — and observe the request's latency."""
+    headers (and ``Cache-Control: no-store`` under /v1/), answer HEAD as
+    GET without the body, log one line at info level — method, route
+    (never an id or a query), status, milliseconds, a hash of the user —
+    and observe the request's latency."""
 
     def __init__(self, app: ASGIApp, refuse: Any) -> None:
         self.app = app
@@ -47,9 +48,17 @@ class Edges:
         path: str = scope["path"]
         api = path.startswith("/v1/")
         status = 500
+        method: str = scope["method"]
+        # every GET route answers HEAD too (HTTP requires it of a server);
+        # the routes see a GET, the client gets its headers and no body. Not
+        # MCP: a GET there opens an event stream that stays open
+        head = method == "HEAD" and path != "/mcp"
+        inner = {**scope, "method": "GET"} if head else scope
 
         async def send_with_headers(message: Any) -> None:
             nonlocal status
+            if head and message["type"] == "http.response.body":
+                message = {**message, "body": b""}
             if message["type"] == "http.response.start":
                 status = message["status"]
                 headers = list(message.get("headers", ()))
@@ -67,19 +76,19 @@ class Edges:
             if api and _wrong_body(scope):
                 await self.refuse(scope, receive, send_with_headers)
             else:
-                await self.app(scope, receive, send_with_headers)
+                await self.app(inner, receive, send_with_headers)
         finally:
             seconds = time.perf_counter() - start
-            route = scope.get("route")
+            route = inner.get("route")
             template = getattr(route, "path", None)
             shown = _PARAM.sub("}", template) if template else None
-            metrics.observe_request(scope["method"], shown or "(no route)", status, seconds)
+            metrics.observe_request(method, shown or "(no route)", status, seconds)
             if access_log.isEnabledFor(logging.INFO):
-                user = scope.get("state", {}).get("user_id")
+                user = inner.get("state", {}).get("user_id")
                 who = hashlib.sha256(user.encode()).hexdigest()[:10] if user else "-"
                 access_log.info(
                     "%s %s %d %.1f ms user %s",
-                    scope["method"],
+                    method,
                     shown or path,
                     status,
                     seconds * 1000,
