@@ -6,7 +6,6 @@ compact vectors whose search still ranks exactly."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import AbstractContextManager
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +16,6 @@ from memoro.service import Memoro
 from memoro.settings import Settings
 from memoro.store.memory import bm25
 from memoro.store.memory.budget import Budget
-from memoro.store.memory.source import Snapshot
 from memoro.store.memory.vectors import Quantized, Scorer, _Groups
 from memoro.store.sqlite import SqliteStore
 from memoro.testing import HashEmbedder
@@ -63,13 +61,12 @@ def test_the_budget_drops_the_least_recently_searched_users_and_never_exceeds_it
     for user in ("u2", "u3", "u1"):
         service.search(user, "heron")
         assert budget(service).used <= budget(service).limit
-    # a search reads keywords, then vectors; its neighbour context reuses the
-    # keyword index the search just read
+    # a search reads keywords, then vectors, then the keyword index's context
     assert cached_users(service) == [
-        ("keywords", "u3"),
         ("vectors", "u3"),
-        ("keywords", "u1"),
+        ("keywords", "u3"),
         ("vectors", "u1"),
+        ("keywords", "u1"),
     ]
 
 
@@ -127,23 +124,6 @@ def other_server(memoro: Memoro, tmp_path: Path) -> Memoro:
     )
 
 
-def test_a_search_reads_the_keyword_index_once_and_its_context_reuses_it(
-    service: Memoro, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    store = service.store
-    assert isinstance(store, SqliteStore)
-    reads: list[str] = []
-    read = store.keywords._read
-
-    def counted(user_id: str) -> AbstractContextManager[Snapshot]:
-        reads.append(user_id)
-        return read(user_id)
-
-    monkeypatch.setattr(store.keywords, "_read", counted)
-    assert service.search("u1", "heron number 7")
-    assert reads == ["u1"]
-
-
 def test_context_reads_again_for_a_turn_indexed_after_the_index_was_read(
     service: Memoro, tmp_path: Path
 ) -> None:
@@ -159,20 +139,25 @@ def test_context_reads_again_for_a_turn_indexed_after_the_index_was_read(
     other.close()
 
 
-def test_context_reuses_an_index_only_briefly(
-    service: Memoro, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_conversation_deleted_while_a_search_runs_is_left_out_without_a_warning(
+    service: Memoro, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = service.store
-    first = service.record_turn("u1", "c9", "a heron by the lake", "x")
+    keep = service.record_turn("u1", "keep", "penguins on the ice", "yes")
+    service.record_turn("u1", "gone", "penguins in the zoo", "no")
     service.index_pending()
-    assert store.keyword_search("u1", "heron", 10)
-    other = other_server(service, tmp_path)
-    second = other.record_turn("u1", "c9", "then an egret", "y")
-    other.index_pending()
-    monkeypatch.setattr(bm25, "REUSE", 0.0)  # the index is now too old to reuse
-    neighbors, _ = store.turn_context("u1", [first.turn_id])
-    assert neighbors == {first.turn_id: [second.turn_id]}
-    other.close()
+    semantic = store.semantic
+
+    def deleted_in_between(*args: object) -> object:
+        # the keyword side has read; the conversation goes before the vectors are read
+        service.delete_conversation("u1", "gone")
+        return semantic(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "semantic", deleted_in_between)
+    hits = service.search("u1", "penguins", limit=50)
+    assert hits.warnings == ()  # not "not yet embedded": the turn is simply gone
+    assert keep.turn_id in [h.turn_id for h in hits]
+    assert all(h.conversation_id != "gone" for h in hits)
 
 
 @pytest.mark.parametrize("seed", range(3))

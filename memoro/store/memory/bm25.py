@@ -18,7 +18,6 @@ The index's bytes are charged to the shared cache budget (``budget.py``).
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
@@ -35,10 +34,6 @@ from memoro.store.memory.budget import Budget, bulk_load, give_back_memory
 from memoro.store.memory.source import ChunkRows, Snapshot
 
 TAIL_LIMIT = 2000
-REUSE = 1.0
-"""Seconds for which neighbour context may use an index without reading the
-database again, if it knows every turn asked about: a search asks for
-context right after its keyword search brought the index up to date."""
 KIND = "keywords"
 """The name a saved copy of this index goes by (``saved.py``)."""
 _PARTS = 16
@@ -198,8 +193,6 @@ class _UserIndex:
     tail_turn_docs: dict[int, list[int]] = field(default_factory=dict)
     tail_place_turn: dict[int, int] = field(default_factory=dict)
     norm: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, np.float32))
-    read_at: float = -np.inf
-    """``time.monotonic()`` as the read that last brought it up to date began"""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -378,18 +371,20 @@ class KeywordIndex:
     ) -> tuple[dict[int, list[int]], dict[int, int]]:
         """Each turn's indexed neighbours in its conversation, and the chunks
         of the turns and their neighbours mapped to their turn."""
-        turns = np.unique(np.asarray(turn_ids, dtype=np.int64))
-        with self._lock:
-            index = self._users.get(user_id)
-        if index is not None and time.monotonic() - index.read_at <= REUSE:
-            found = _context(index, turns, whole=True)
-            if found is not None:
-                return found
-        # a turn the index does not know was indexed after it was read (the
-        # semantic side reads later): read what is new
-        found = _context(self._fresh(user_id), turns, whole=False)
-        assert found is not None
-        return found
+        index = self._fresh(user_id)
+        with index.lock:
+            docs, owner = index.docs_of(np.asarray(turn_ids, dtype=np.int64))
+            known, first = np.unique(owner, return_index=True)
+            places = index.place[docs[first]]
+            before, after = index.turns_at(places - 1), index.turns_at(places + 1)
+            neighbors = {
+                t: [n for n in (b, a) if n >= 0]
+                for t, b, a in zip(known.tolist(), before.tolist(), after.tolist(), strict=True)
+            }
+            every = np.unique(np.concatenate([known, before[before >= 0], after[after >= 0]]))
+            docs, owner = index.docs_of(every)
+            chunk_turn = dict(zip(index.chunk[docs].tolist(), owner.tolist(), strict=True))
+        return neighbors, chunk_turn
 
     def prepare(self, user_id: str) -> bool:
         """Bring the user's index up to date as a search would (a rebuild
@@ -407,7 +402,6 @@ class KeywordIndex:
     def _fresh(self, user_id: str) -> _UserIndex:
         alongside: Future[None] | None = None
         loaded = False
-        started = time.monotonic()
         with self._read(user_id) as rows:
             generation = rows.generation()
             with self._lock:
@@ -438,7 +432,6 @@ class KeywordIndex:
                             alongside = self._load(rows, index, start)
                 else:
                     self._refresh(rows, index)
-                index.read_at = max(index.read_at, started)
                 rebuilt = index.merged != before and index.merged >= saved.SAVE_MIN
         # the vectors loading alongside are waited for only now, holding no
         # connection or lock: their load needs a connection of its own, and
@@ -531,28 +524,6 @@ class KeywordIndex:
             self._users.clear()
         for user_id in users:
             self._budget.release(("keywords", user_id))
-
-
-def _context(
-    index: _UserIndex, turns: Ints, whole: bool
-) -> tuple[dict[int, list[int]], dict[int, int]] | None:
-    """``KeywordIndex.context`` over ``index``; None if ``whole`` and the
-    index does not know every turn."""
-    with index.lock:
-        docs, owner = index.docs_of(turns)
-        known, first = np.unique(owner, return_index=True)
-        if whole and len(known) < len(turns):
-            return None
-        places = index.place[docs[first]]
-        before, after = index.turns_at(places - 1), index.turns_at(places + 1)
-        neighbors = {
-            t: [n for n in (b, a) if n >= 0]
-            for t, b, a in zip(known.tolist(), before.tolist(), after.tolist(), strict=True)
-        }
-        every = np.unique(np.concatenate([known, before[before >= 0], after[after >= 0]]))
-        docs, owner = index.docs_of(every)
-        chunk_turn = dict(zip(index.chunk[docs].tolist(), owner.tolist(), strict=True))
-    return neighbors, chunk_turn
 
 
 def _best(hits: Ints, scores: npt.NDArray[np.float32], chunk: Ints, limit: int) -> Ints:
