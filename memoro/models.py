@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 
 from memoro.block import LIMIT, LineDiff, audit_line, char_count, etag
@@ -54,10 +54,15 @@ class StoredBlock:
         return etag(self.text)
 
 
+def utc(at: datetime) -> datetime:
+    """``at`` in UTC, as every interface shows a time (PostgreSQL hands times
+    over in its session's time zone; a time without one is UTC)."""
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+
+
 def iso(at: datetime) -> str:
-    """``at`` as every interface shows a time: ISO 8601, UTC written ``Z``."""
-    text = at.isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
+    """``at`` as JSON shows a time: ISO 8601 in UTC, written ``Z``."""
+    return utc(at).isoformat().removesuffix("+00:00") + "Z"
 
 
 def block_json(stored: StoredBlock | None) -> dict[str, object]:

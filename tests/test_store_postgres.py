@@ -4,6 +4,7 @@ users, even for a query that forgets its user filter (D2)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,8 @@ import psycopg
 import pytest
 
 from memoro.errors import MigrationError
-from memoro.models import AuditRecord, NewTurn, Operation, Writer
+from memoro.models import AuditRecord, NewTurn, Operation, Writer, block_json
+from memoro.service import Memoro
 from memoro.store import migrations
 from memoro.store.postgres import PostgresStore, migrate
 from tests import postgres as pg
@@ -211,6 +213,29 @@ def test_the_cli_runs_on_postgresql(postgres: tuple[str, str]) -> None:
         cli, ["memory", "show", "-u", "ann"], env={"MEMORO_DATABASE_URL": "mysql://x"}
     )
     assert bad.exit_code == 1 and "postgresql://" in bad.stderr
+
+
+def test_times_are_shown_in_utc_whatever_the_sessions_time_zone(
+    postgres: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    admin, url = postgres
+    pg.clean(admin)
+    monkeypatch.setenv("PGTZ", "Asia/Tokyo")  # libpq sets the session's TimeZone from it
+    with Memoro(PostgresStore(url), embedder=None, worker=False) as memoro:
+        memoro.write_block("ann", "Name: Ann", writer="user")
+        memoro.record_turn("ann", "c", "Q?", "A.", at="2025-01-31T14:05:00Z")
+        (conversation,) = memoro.list_conversations("ann")
+        assert conversation.first_at.utcoffset() == timedelta(hours=9)  # as handed over
+        shown = [
+            conversation.to_json()["first_at"],
+            memoro.conversation_turns("ann", "c")[0].to_json()["at"],
+            block_json(memoro.read_block("ann"))["updated_at"],
+        ]
+        memoro.index_pending()
+        found = memoro.execute_tool("ann", "conversation_search", {"query": "Q"}).text
+        assert "2025-01-31 14:05 UTC" in found, found
+    assert shown[:2] == ["2025-01-31T14:05:00Z"] * 2
+    assert str(shown[2]).endswith("Z") and "+" not in str(shown[2])
 
 
 WORKER = """

@@ -17,7 +17,7 @@ from memoro.cli._progress import Progress, duration, plural
 from memoro.errors import InvalidInput
 from memoro.history.fusion import Mode
 from memoro.inputs import turn_time
-from memoro.models import JobStatus
+from memoro.models import JobStatus, utc
 from memoro.service import MAX_SEARCH_LIMIT, Memoro
 from memoro.tools import render_search
 
@@ -153,7 +153,7 @@ def conversations_list(ctx: click.Context, user: str, as_json: bool) -> None:
         print_json([c.to_json() for c in found])
         return
     for c in found:
-        last = c.last_at.strftime("%Y-%m-%d %H:%M UTC")
+        last = utc(c.last_at).strftime("%Y-%m-%d %H:%M UTC")
         name = without_controls(c.title or c.preview or "")  # one line per conversation
         click.echo(f"{c.id}\t{plural(c.turns, 'turn')}\tlast {last}\t{name}".rstrip("\t"))
 
@@ -172,7 +172,7 @@ def conversations_show(ctx: click.Context, user: str, conversation: str, as_json
         print_json([t.to_json() for t in turns])
         return
     for t in turns:
-        click.echo(f"--- turn {t.id}, {t.at.strftime('%Y-%m-%d %H:%M UTC')}")
+        click.echo(f"--- turn {t.id}, {utc(t.at).strftime('%Y-%m-%d %H:%M UTC')}")
         click.echo(f"Q: {without_controls(t.question)}\nA: {without_controls(t.answer)}")
 
 

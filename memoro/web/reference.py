@@ -34,7 +34,10 @@ in a body or query. With `MEMORO_AUTH=local` (the default; loopback only) that i
 `Authorization: Bearer <JWT>`: HS256 signed with `MEMORO_SECRET`, or RS256/ES256 signed by \
 your identity provider (`MEMORO_JWKS_URL`), with `exp` (and `iss`/`aud` when configured); \
 the user id is the `sub` claim (`MEMORO_USER_CLAIM`). `memoro token issue --user U` prints \
-one for trying things out. Click **Authorize** to use one here. A caller may also send `X-Memoro-User` (the user id it means, percent-encoded; memoro's client does): it never chooses the user, but a request whose token — or local mode's one user — is someone else is refused with 403 before anything is read or written.
+one for trying things out. Click **Authorize** to use one here. A caller may also send \
+`X-Memoro-User` (the user id it means, percent-encoded; memoro's client does): it never \
+chooses the user, but a request whose token — or local mode's one user — is someone else \
+is refused with 403 before anything is read or written.
 
 **Errors** are `{"error": {"code", "message"}}`: 401 (with `WWW-Authenticate: Bearer`), 403, \
 404, 405, 412 (If-Match no longer holds), 413, 415 (send JSON), 422, 503.
