@@ -374,8 +374,11 @@ def test_a_request_meant_for_another_user_is_refused_before_it_acts(
         refused = httpx.put(f"{url}/v1/memory", json={"block": "x"}, headers=headers)
         assert refused.status_code == 403
         assert refused.json()["error"]["message"] == (
-            f"the token is for 'ann', not {meant!r}: nothing was read or written"
+            f"this request is 'ann', not {meant!r}: nothing was read or written"
         )
+        both = [("Authorization", f"Bearer {token}"), ("X-Memoro-User", "ann")]
+        both.append(("X-Memoro-User", quote(meant, safe="")))
+        assert httpx.put(f"{url}/v1/memory", json={"block": "y"}, headers=both).status_code == 403
         headers["X-Memoro-User"] = "ann"
         assert httpx.put(f"{url}/v1/memory", json={"block": "x"}, headers=headers).is_success
     assert web_service.read_block("ann").text == "x"  # type: ignore[union-attr]

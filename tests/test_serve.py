@@ -13,8 +13,11 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import click
 import httpx
+import pytest
 
 from tests.web_server import free_port
 
@@ -128,3 +131,25 @@ def test_listening_on_every_address_prints_urls_a_browser_can_open(tmp_path: Pat
         page = wait_for(lines, "Memory settings page:", seen)
         assert page.split()[-1] == f"http://localhost:{port}/memory"
         assert "memoro token issue --user" in wait_for(lines, "/login?token=", seen)
+
+
+def test_the_port_probe_tries_every_address_the_host_name_has(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from memoro.cli.serve import _check_free
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+
+        def localhost(*args: object, **kwargs: object) -> list[tuple[Any, ...]]:
+            stream = (socket.SOCK_STREAM, 6, "")
+            return [
+                (socket.AF_INET6, *stream, ("::1", port, 0, 0)),
+                (socket.AF_INET, *stream, ("127.0.0.1", port)),
+            ]
+
+        monkeypatch.setattr(socket, "getaddrinfo", localhost)  # ::1 first, as many hosts files
+        with pytest.raises(click.ClickException, match=f"127.0.0.1 port {port}: Address already"):
+            _check_free("localhost", port)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import errno
 import ipaddress
 import os
 import secrets
@@ -33,16 +34,20 @@ def _check_free(host: str, port: int) -> None:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except OSError as exc:
         raise click.ClickException(f"cannot listen on {host}: {exc.strerror or exc}") from None
-    family, kind, proto, _, address = infos[0]
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
-        try:
-            probe.bind(address)
-        except OSError as exc:
-            raise click.ClickException(
-                f"cannot listen on {host} port {port}: {exc.strerror or exc}"
-                " (is another memoro serve running? choose a port with --port)"
-            ) from None
+    for family, kind, proto, _, address in infos:  # uvicorn binds every one
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                hint = (
+                    " (is another memoro serve running? choose a port with --port)"
+                    if exc.errno == errno.EADDRINUSE
+                    else ""
+                )
+                raise click.ClickException(
+                    f"cannot listen on {address[0]} port {port}: {exc.strerror or exc}{hint}"
+                ) from None
 
 
 def _shown_host(host: str) -> str:

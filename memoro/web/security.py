@@ -115,11 +115,12 @@ def current_user(request: Request) -> str:
     """The authenticated user of this request, else Unauthorized (401)."""
     user = _current_user(request)
     request.state.user_id = user  # for the request's log line
-    meant = request.headers.get(USER_HEADER)
-    if meant is not None and unquote(meant) != user:
-        auth: AuthConfig = request.app.state.auth
-        acts = "this server serves one user," if auth.mode == "local" else "the token is for"
-        raise Forbidden(f"{acts} {user!r}, not {unquote(meant)!r}: nothing was read or written")
+    for meant in map(unquote, request.headers.getlist(USER_HEADER)):
+        if meant != user:
+            auth: AuthConfig = request.app.state.auth
+            acts = "this server serves one user," if auth.mode == "local" else "this request is"
+            shown = meant if len(meant) <= 100 else meant[:100] + "…"
+            raise Forbidden(f"{acts} {user!r}, not {shown!r}: nothing was read or written")
     return user
 
 
