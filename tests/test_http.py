@@ -227,6 +227,8 @@ def test_a_405_lists_every_method_the_path_has(token_server: str) -> None:
     assert memory.status_code == 405 and memory.headers["Allow"] == "DELETE, GET, HEAD, PUT"
     assert conversation.status_code == 405
     assert conversation.headers["Allow"] == "DELETE, GET, HEAD"
+    static = httpx.post(f"{token_server}/static/style.css")
+    assert static.status_code == 405 and static.headers["Allow"] == "GET, HEAD"
 
 
 def test_head_answers_as_get_without_a_body(token_server: str) -> None:

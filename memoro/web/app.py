@@ -158,8 +158,10 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
                 if isinstance(route, Route) and route.matches(request.scope)[0] != Match.NONE
                 for method in route.methods or ()
             }
-            if "GET" in methods:
-                methods.add("HEAD")  # answered as GET at the edge
+            if not methods or "GET" in methods:
+                # answered as GET at the edge; a path no route has is one
+                # of the mounted static files, which answer GET alone
+                methods |= {"GET", "HEAD"}
             response.headers["Allow"] = ", ".join(sorted(methods))
         return response
 
