@@ -153,3 +153,32 @@ def test_the_port_probe_tries_every_address_the_host_name_has(
         monkeypatch.setattr(socket, "getaddrinfo", localhost)  # ::1 first, as many hosts files
         with pytest.raises(click.ClickException, match=f"127.0.0.1 port {port}: Address already"):
             _check_free("localhost", port)
+
+
+def test_port_0_serves_on_a_free_port_and_prints_it(tmp_path: Path) -> None:
+    env = {**os.environ, "MEMORO_HOME": str(tmp_path), "MEMORO_EMBEDDER": "keyword"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "memoro", "serve", "--port", "0"],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stderr is not None
+        line = ""
+        while "Memory settings page:" not in line:
+            line = server.stderr.readline()
+            assert line, "memoro serve ended before its banner"
+        url = line.split()[-1].removesuffix("/memory")
+        assert not url.endswith(":0")
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                assert httpx.get(f"{url}/healthz", timeout=1).status_code == 200
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, f"nothing answers at {url}"
+    finally:
+        server.terminate()
+        server.wait(30)
+        server.stderr.close()  # type: ignore[union-attr]

@@ -25,11 +25,11 @@ MAX_HEAD = 1024 * 1024
 """Bytes of request line and headers `memoro serve` reads (h11's default is 16 KB)."""
 
 
-def _check_free(host: str, port: int) -> None:
-    """Fail with a clear message, before saying anything is served, when
-    ``port`` is taken (uvicorn would report it only after the banner)."""
-    if port == 0:
-        return
+def _check_free(host: str, port: int) -> int:
+    """The port to serve on — ``port``, or for 0 a free one chosen now, so
+    the URLs printed are real — else a clear message, before anything is
+    said to be served, when it is taken (uvicorn would report that only
+    after the banner)."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except OSError as exc:
@@ -38,7 +38,7 @@ def _check_free(host: str, port: int) -> None:
         with socket.socket(family, kind, proto) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
             try:
-                probe.bind(address)
+                probe.bind((address[0], port, *address[2:]))
             except OSError as exc:
                 hint = (
                     " (is another memoro serve running? choose a port with --port)"
@@ -48,6 +48,8 @@ def _check_free(host: str, port: int) -> None:
                 raise click.ClickException(
                     f"cannot listen on {address[0]} port {port}: {exc.strerror or exc}{hint}"
                 ) from None
+            port = port or probe.getsockname()[1]
+    return port
 
 
 def _shown_host(host: str) -> str:
@@ -112,7 +114,7 @@ def serve(ctx: click.Context, host: str, port: int, workers: int) -> None:
             f" set MEMORO_AUTH=token and MEMORO_SECRET to listen on {host}"
         )
     log_to_stderr(settings.log_level)
-    _check_free(host, port)
+    port = _check_free(host, port)
     shown = _shown_host(host)
     shared: dict[str, str] = {}
     if workers == 1:
