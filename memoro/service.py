@@ -390,8 +390,12 @@ class Memoro(Transfers):
         """Work through one user's queued jobs in this thread — not other
         users' — until none is waiting or running; workers elsewhere may
         help. ``progress`` gets how many are left after each step. Returns
-        how many of the user's jobs are set aside as failed."""
+        how many of the user's jobs are set aside as failed. A local model
+        that cannot be loaded (its weights not installed) is a ConfigError
+        at once, not five failed attempts per turn."""
         user_id = check_user(user_id)
+        if isinstance(self.embedder, LocalEmbedder):
+            self.embedder.warm()
         while True:
             self.worker.run_until_idle(
                 lambda _: progress(self.pending_jobs(user_id)) if progress else None,

