@@ -182,3 +182,23 @@ def test_port_0_serves_on_a_free_port_and_prints_it(tmp_path: Path) -> None:
         server.terminate()
         server.wait(30)
         server.stderr.close()  # type: ignore[union-attr]
+
+
+def test_sigterm_as_soon_as_the_banner_shows_stops_the_server_cleanly(tmp_path: Path) -> None:
+    env = {**os.environ, "MEMORO_HOME": str(tmp_path), "MEMORO_EMBEDDER": "keyword"}
+    for _ in range(4):  # the signal lands at a different point of the start each time
+        server = subprocess.Popen(
+            [sys.executable, "-m", "memoro", "serve", "--port", "0"],
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert server.stderr is not None
+        while "API reference:" not in (line := server.stderr.readline()):
+            assert line, "memoro serve ended before its banner"
+        server.terminate()
+        try:
+            assert server.wait(30) == 0  # stopped through memoro's close, not killed
+        finally:
+            server.kill()
+            server.stderr.close()

@@ -128,6 +128,33 @@ def serve(ctx: click.Context, host: str, port: int, workers: int) -> None:
         memoro = Memoro(settings.open_store(), settings)
         _app(settings, memoro, shared_key="")  # bad settings fail here, not in every child
         app = "memoro.cli.serve:child_app"
+    # a request line may be long: the API takes up to 20,000 characters of
+    # instructions in a query string, 240 KB once percent-encoded
+    # memoro logs each request itself (memoro.http); uvicorn says only what goes wrong
+    options: dict[str, Any] = {
+        "host": host,
+        "port": port,
+        "workers": workers,
+        "factory": workers > 1,
+        "log_level": "error" if settings.log_level == "error" else "warning",
+        "access_log": False,
+        "h11_max_incomplete_event_size": MAX_HEAD,
+        # h11, not httptools even when installed: httptools answers a control
+        # character in a header with a bare text/plain 400, h11 lets memoro
+        # answer it in its own JSON error shape (a 401 for a bad token)
+        "http": "h11",
+    }
+    server = uvicorn.Server(uvicorn.Config(app, **options))
+    if workers == 1:
+        # SIGTERM asks the server to stop whenever it comes, even before it
+        # serves; uvicorn handles it while serving, then raises it again for
+        # this handler. (Raising SystemExit from a handler instead is lost
+        # when the signal lands in a garbage collector's callback.)
+        signal.signal(signal.SIGTERM, lambda *_: setattr(server, "should_exit", True))
+    else:
+        # uvicorn ends the children on SIGTERM, then raises it again, which
+        # would end this process before memoro closes: exit instead
+        signal.signal(signal.SIGTERM, _exit)
     click.echo(f"memoro is serving {settings.database_words()}", err=True)
     if workers > 1:
         click.echo(f"  in {workers} processes", err=True)
@@ -142,27 +169,13 @@ def serve(ctx: click.Context, host: str, port: int, workers: int) -> None:
             "  Pages open through /login?token=…; to try them: memoro token issue --user U",
             err=True,
         )
-    # uvicorn stops gracefully on SIGTERM, then raises the signal again, which
-    # would end the process before memoro closes: end it with an exit instead
-    signal.signal(signal.SIGTERM, _exit)
     try:
-        # a request line may be long: the API takes up to 20,000 characters of
-        # instructions in a query string, 240 KB once percent-encoded
-        # memoro logs each request itself (memoro.http); uvicorn says only what goes wrong
-        uvicorn.run(
-            app,
-            host=host,
-            port=port,
-            workers=workers,
-            factory=workers > 1,
-            log_level="error" if settings.log_level == "error" else "warning",
-            access_log=False,
-            h11_max_incomplete_event_size=MAX_HEAD,
-            # h11, not httptools even when installed: httptools answers a control
-            # character in a header with a bare text/plain 400, h11 lets memoro
-            # answer it in its own JSON error shape (a 401 for a bad token)
-            http="h11",
-        )
+        if workers == 1:
+            server.run()
+            if not server.started and not server.should_exit:
+                raise SystemExit(3)  # uvicorn has said why
+        else:
+            uvicorn.run(app, **options)
     finally:
         memoro.close()
         if shared.get(_OWN_METRICS_DIR):
