@@ -42,6 +42,30 @@ def test_turn_add_rejects_bad_input_with_a_message(tmp_path: Path) -> None:
     assert "Traceback" not in bad_json.output + bad_time.output
 
 
+@pytest.mark.parametrize(
+    ("args", "stdin", "says"),
+    [
+        (("-q", "only a question"), None, "give both --question and --answer"),
+        (("-a", "only an answer"), None, "give both --question and --answer"),
+        ((), '{"question": "x"}', "needs answer as text"),
+        ((), '{"question": "x", "answer": 5}', "needs answer as text"),
+        ((), '{"question": "x", "answer": "y", "conversation": "other"}', "not 'conversation'"),
+        (
+            ("--at", "2024-01-01T00:00:00Z"),
+            '{"question": "x", "answer": "y", "at": "2025-01-01T00:00:00Z"}',
+            "give the time once",
+        ),
+    ],
+)
+def test_turn_add_refuses_a_turn_given_by_halves_and_stores_nothing(
+    tmp_path: Path, args: tuple[str, ...], stdin: str | None, says: str
+) -> None:
+    added = run(tmp_path, "turn", "add", "-u", "ann", "-c", "c", *args, input=stdin)
+    assert added.exit_code == 1 and says in added.stderr, added.output
+    with Memoro.open(tmp_path, embedder="keyword", worker=False) as memoro:
+        assert memoro.list_conversations("ann") == []
+
+
 def test_turn_add_without_the_local_model_says_so_at_once_and_keeps_the_turn(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -97,26 +97,53 @@ def turn_add(
 ) -> None:
     """Record one finished turn (question and answer).
 
-    Without --question/--answer, reads {"question": …, "answer": …} as JSON
-    from standard input. The turn is stored first; then this command indexes
+    Without --question and --answer, reads {"question": …, "answer": …}
+    (and optionally "at") as JSON from standard input; the conversation and
+    the user still come from the options. The turn is stored first; then this
+    command indexes
     the user's queued turns (not other users') so it is searchable when the
     command returns.
     """
     at = _parse_time(at_text, "--at")
-    if question is None and answer is None:
-        try:
-            data = json.loads(read_stdin())
-        except json.JSONDecodeError as exc:
-            raise click.ClickException(f"standard input is not JSON: {exc}") from None
-        if not isinstance(data, dict):
-            raise click.ClickException('standard input must be {"question": …, "answer": …}')
-        question, answer = data.get("question", ""), data.get("answer", "")
-        at = _parse_time(data.get("at"), "stdin") or at
+    if (question is None) != (answer is None):
+        raise click.ClickException(
+            "give both --question and --answer, or neither and the turn as JSON on stdin"
+        )
+    if question is None or answer is None:
+        question, answer, stdin_at = _turn_from_stdin()
+        if stdin_at is not None and at_text is not None:
+            raise click.ClickException('give the time once: --at or "at" on stdin')
+        at = stdin_at or at
     memoro = open_memoro(ctx)
-    recorded = memoro.record_turn(user, conversation, question or "", answer or "", at=at)
+    recorded = memoro.record_turn(user, conversation, question, answer, at=at)
     done = "" if no_index else index_own(memoro, user, 1, quiet)
     done = f"; {done}" if done else ""
     click.echo(f"Recorded turn {recorded.turn_id} in conversation {conversation!r}{done}.")
+
+
+STDIN_KEYS = ("question", "answer", "at")
+
+
+def _turn_from_stdin() -> tuple[str, str, str | None]:
+    """(question, answer, at) from {"question": …, "answer": …, "at": …} on
+    standard input; the user and conversation come from the options."""
+    shape = '{"question": …, "answer": …} (and optionally "at")'
+    try:
+        data = json.loads(read_stdin())
+    except json.JSONDecodeError as exc:
+        raise click.ClickException(f"standard input is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise click.ClickException(f"standard input must be {shape}")
+    unknown = sorted(set(data) - set(STDIN_KEYS))
+    if unknown:
+        raise click.ClickException(
+            f"standard input takes {shape}, not {', '.join(map(repr, unknown))}"
+            " (the conversation is --conversation, the user --user)"
+        )
+    missing = [k for k in ("question", "answer") if not isinstance(data.get(k), str)]
+    if missing:
+        raise click.ClickException(f"standard input needs {' and '.join(missing)} as text")
+    return data["question"], data["answer"], _parse_time(data.get("at"), "stdin")
 
 
 @cli.command("search")
