@@ -41,6 +41,7 @@ def test_a_chat_session_writes_memory_and_shows_the_changed_lines(tmp_path: Path
         assert memoro.read_block("al").text == "Preferred name: Al"  # type: ignore[union-attr]
         (conversation,) = memoro.list_conversations("al")
         assert conversation.turns == 1
+        assert memoro.pending_jobs("al") == 0  # indexed before the chat ended
 
 
 def test_a_delete_all_is_told_as_clearing_not_as_writing(tmp_path: Path) -> None:

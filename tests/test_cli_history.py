@@ -45,8 +45,6 @@ def test_turn_add_rejects_bad_input_with_a_message(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "stdin", "says"),
     [
-        (("-q", "only a question"), None, "give both --question and --answer"),
-        (("-a", "only an answer"), None, "give both --question and --answer"),
         ((), '{"question": "x"}', "needs answer as text"),
         ((), '{"question": "x", "answer": 5}', "needs answer as text"),
         ((), '{"question": "x", "answer": "y", "conversation": "other"}', "not 'conversation'"),

@@ -80,3 +80,10 @@ def chat(ctx: click.Context, user: str | None) -> None:
         if result.stopped:
             click.echo(result.answer, nl=False)
         click.echo()
+    # the last turns may still wait for the background thread: index them
+    # before leaving, so the next chat finds them
+    if memoro.pending_jobs(user):
+        try:
+            memoro.index_user(user)
+        except ConfigError as exc:
+            click.echo(f"The last turns are stored but not indexed: {exc}", err=True)

@@ -79,8 +79,8 @@ def turn() -> None:
 @turn.command("add")
 @user_option
 @click.option("--conversation", "-c", required=True, help="The conversation the turn is in.")
-@click.option("--question", "-q", help="The user's message (else JSON on stdin).")
-@click.option("--answer", "-a", help="The assistant's answer (else JSON on stdin).")
+@click.option("--question", "-q", help="The user's message (empty if only --answer is given).")
+@click.option("--answer", "-a", help="The assistant's answer (empty if only --question is given).")
 @click.option("--at", "at_text", help="When the turn ended, ISO 8601 (default: now).")
 @no_index_option
 @quiet_option
@@ -97,25 +97,21 @@ def turn_add(
 ) -> None:
     """Record one finished turn (question and answer).
 
-    Without --question and --answer, reads {"question": …, "answer": …}
-    (and optionally "at") as JSON from standard input; the conversation and
-    the user still come from the options. The turn is stored first; then this
+    With neither --question nor --answer, reads {"question": …, "answer":
+    …} (and optionally "at") as JSON from standard input; the conversation
+    and the user still come from the options. The turn is stored first; then this
     command indexes
     the user's queued turns (not other users') so it is searchable when the
     command returns.
     """
     at = _parse_time(at_text, "--at")
-    if (question is None) != (answer is None):
-        raise click.ClickException(
-            "give both --question and --answer, or neither and the turn as JSON on stdin"
-        )
-    if question is None or answer is None:
+    if question is None and answer is None:
         question, answer, stdin_at = _turn_from_stdin()
         if stdin_at is not None and at_text is not None:
             raise click.ClickException('give the time once: --at or "at" on stdin')
         at = stdin_at or at
     memoro = open_memoro(ctx)
-    recorded = memoro.record_turn(user, conversation, question, answer, at=at)
+    recorded = memoro.record_turn(user, conversation, question or "", answer or "", at=at)
     done = "" if no_index else index_own(memoro, user, 1, quiet)
     done = f"; {done}" if done else ""
     click.echo(f"Recorded turn {recorded.turn_id} in conversation {conversation!r}{done}.")
