@@ -54,7 +54,7 @@ class StoredBlock:
         return etag(self.text)
 
 
-def utc(at: datetime) -> datetime:
+def _utc(at: datetime) -> datetime:
     """``at`` in UTC, as every interface shows a time (PostgreSQL hands times
     over in its session's time zone; a time without one is UTC)."""
     return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
@@ -62,7 +62,12 @@ def utc(at: datetime) -> datetime:
 
 def iso(at: datetime) -> str:
     """``at`` as JSON shows a time: ISO 8601 in UTC, written ``Z``."""
-    return utc(at).isoformat().removesuffix("+00:00") + "Z"
+    return _utc(at).isoformat().removesuffix("+00:00") + "Z"
+
+
+def utc_text(at: datetime, *, seconds: bool = False) -> str:
+    """``at`` as text shows a time: ``2025-01-31 14:05 UTC``."""
+    return _utc(at).strftime("%Y-%m-%d %H:%M:%S UTC" if seconds else "%Y-%m-%d %H:%M UTC")
 
 
 def block_json(stored: StoredBlock | None) -> dict[str, object]:

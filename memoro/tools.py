@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from memoro import block, inputs
 from memoro.errors import InvalidInput, UnknownTool
-from memoro.models import DeleteResult, Outcome, SearchHits, Writer, WriteResult, utc
+from memoro.models import DeleteResult, Outcome, SearchHits, Writer, WriteResult, utc_text
 from memoro.prompt import memory_section
 
 
@@ -179,7 +179,7 @@ def render_search(query: str, hits: SearchHits) -> str:
         return f"{notes}No past conversation matched {query!r}."
     parts = [f"{notes}Found {plural(len(hits), 'past turn')} for {query!r}, best first:"]
     for i, hit in enumerate(hits, 1):
-        when = utc(hit.at).strftime("%Y-%m-%d %H:%M UTC")
+        when = utc_text(hit.at)
         parts.append(f"\n{i}. conversation {hit.conversation_id!r}, {when} (turn {hit.turn_id}):")
         parts.append(block.without_controls(hit.text))
     return "\n".join(parts)

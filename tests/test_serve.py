@@ -22,17 +22,40 @@ import pytest
 from tests.web_server import free_port
 
 
-@contextmanager
-def serving(home: Path, *args: str, **env: str) -> Iterator[tuple[str, queue.Queue[str]]]:
-    """``memoro serve`` on a free port; its stderr lines arrive in the queue."""
-    port = free_port()
+def spawn(home: Path, *args: str, **env: str) -> subprocess.Popen[str]:
+    """``memoro serve`` with ``args``, its stderr piped."""
     full = {**os.environ, "MEMORO_HOME": str(home), "MEMORO_EMBEDDER": "keyword", **env}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "memoro", "serve", "--port", str(port), *args],
+    return subprocess.Popen(
+        [sys.executable, "-m", "memoro", "serve", *args],
         env=full,
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def banner_line(server: subprocess.Popen[str], text: str) -> str:
+    """The first line of the server's stderr that holds ``text``."""
+    assert server.stderr is not None
+    while text not in (line := server.stderr.readline()):
+        assert line, f"memoro serve ended before printing {text!r}"
+    return line
+
+
+def answering(url: str) -> httpx.Response:
+    """``url`` once the server behind it answers."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return httpx.get(url, timeout=1)
+        except httpx.TransportError:
+            assert time.monotonic() < deadline, f"nothing answers at {url}"
+
+
+@contextmanager
+def serving(home: Path, *args: str, **env: str) -> Iterator[tuple[str, queue.Queue[str]]]:
+    """``memoro serve`` on a free port; its stderr lines arrive in the queue."""
+    port = free_port()
+    server = spawn(home, "--port", str(port), *args, **env)
     lines: queue.Queue[str] = queue.Queue()
     assert server.stderr is not None
     stderr = server.stderr
@@ -65,13 +88,7 @@ def test_serve_logs_one_line_per_request(tmp_path: Path) -> None:
         banner = wait_for(lines, "memoro is serving", seen)
         assert f"SQLite, {tmp_path / 'memoro.db'}" in banner
         wait_for(lines, "API reference:", seen)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"{url}/healthz", timeout=1)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "memoro serve did not answer"
+        answering(f"{url}/healthz")
         wait_for(lines, "GET /healthz 200", seen)
         httpx.get(f"{url}/v1/conversations/secret%20plan", timeout=10)
         line = wait_for(lines, "/v1/conversations/", seen)
@@ -89,13 +106,7 @@ def test_the_log_level_warning_keeps_requests_quiet(tmp_path: Path) -> None:
     seen: list[str] = []
     with serving(tmp_path, MEMORO_LOG_LEVEL="warning") as (url, lines):
         wait_for(lines, "API reference:", seen)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                assert httpx.get(f"{url}/v1/memory", timeout=1).status_code == 200
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "memoro serve did not answer"
+        assert answering(f"{url}/v1/memory").status_code == 200
     # the server has stopped and every line it wrote has been read
     assert not any("memoro.http" in line for line in seen + list(lines.queue))
 
@@ -105,15 +116,10 @@ def test_a_port_in_use_is_one_clear_error_before_any_banner(tmp_path: Path) -> N
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        done = subprocess.run(
-            [sys.executable, "-m", "memoro", "serve", "--port", str(port)],
-            env={**os.environ, "MEMORO_HOME": str(tmp_path), "MEMORO_EMBEDDER": "keyword"},
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    assert done.returncode == 1
-    assert done.stderr.strip() == (
+        server = spawn(tmp_path, "--port", str(port))
+        _, stderr = server.communicate(timeout=60)
+    assert server.returncode == 1
+    assert stderr.strip() == (
         f"Error: cannot listen on 127.0.0.1 port {port}: Address already in use"
         " (is another memoro serve running? choose a port with --port)"
     )
@@ -156,49 +162,23 @@ def test_the_port_probe_tries_every_address_the_host_name_has(
 
 
 def test_port_0_serves_on_a_free_port_and_prints_it(tmp_path: Path) -> None:
-    env = {**os.environ, "MEMORO_HOME": str(tmp_path), "MEMORO_EMBEDDER": "keyword"}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "memoro", "serve", "--port", "0"],
-        env=env,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    server = spawn(tmp_path, "--port", "0")
     try:
-        assert server.stderr is not None
-        line = ""
-        while "Memory settings page:" not in line:
-            line = server.stderr.readline()
-            assert line, "memoro serve ended before its banner"
-        url = line.split()[-1].removesuffix("/memory")
+        url = banner_line(server, "Memory settings page:").split()[-1].removesuffix("/memory")
         assert not url.endswith(":0")
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                assert httpx.get(f"{url}/healthz", timeout=1).status_code == 200
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, f"nothing answers at {url}"
+        assert answering(f"{url}/healthz").status_code == 200
     finally:
         server.terminate()
-        server.wait(30)
-        server.stderr.close()  # type: ignore[union-attr]
+        server.communicate(timeout=30)
 
 
 def test_sigterm_as_soon_as_the_banner_shows_stops_the_server_cleanly(tmp_path: Path) -> None:
-    env = {**os.environ, "MEMORO_HOME": str(tmp_path), "MEMORO_EMBEDDER": "keyword"}
     for _ in range(4):  # the signal lands at a different point of the start each time
-        server = subprocess.Popen(
-            [sys.executable, "-m", "memoro", "serve", "--port", "0"],
-            env=env,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert server.stderr is not None
-        while "API reference:" not in (line := server.stderr.readline()):
-            assert line, "memoro serve ended before its banner"
+        server = spawn(tmp_path, "--port", "0")
+        banner_line(server, "API reference:")
         server.terminate()
         try:
-            assert server.wait(30) == 0  # stopped through memoro's close, not killed
+            server.communicate(timeout=30)
+            assert server.returncode == 0  # stopped through memoro's close, not killed
         finally:
             server.kill()
-            server.stderr.close()

@@ -17,7 +17,7 @@ from memoro.cli._progress import Progress, duration, plural
 from memoro.errors import ConfigError, InvalidInput
 from memoro.history.fusion import Mode
 from memoro.inputs import turn_time
-from memoro.models import JobStatus, utc
+from memoro.models import JobStatus, utc_text
 from memoro.service import MAX_SEARCH_LIMIT, Memoro
 from memoro.tools import render_search
 
@@ -181,7 +181,7 @@ def conversations_list(ctx: click.Context, user: str, as_json: bool) -> None:
         print_json([c.to_json() for c in found])
         return
     for c in found:
-        last = utc(c.last_at).strftime("%Y-%m-%d %H:%M UTC")
+        last = utc_text(c.last_at)
         name = without_controls(c.title or c.preview or "")  # one line per conversation
         click.echo(f"{c.id}\t{plural(c.turns, 'turn')}\tlast {last}\t{name}".rstrip("\t"))
 
@@ -200,7 +200,7 @@ def conversations_show(ctx: click.Context, user: str, conversation: str, as_json
         print_json([t.to_json() for t in turns])
         return
     for t in turns:
-        click.echo(f"--- turn {t.id}, {utc(t.at).strftime('%Y-%m-%d %H:%M UTC')}")
+        click.echo(f"--- turn {t.id}, {utc_text(t.at)}")
         click.echo(f"Q: {without_controls(t.question)}\nA: {without_controls(t.answer)}")
 
 

@@ -14,7 +14,7 @@ import click
 from memoro import block
 from memoro.cli._app import cli, emit_raw, open_memoro, print_json, read_stdin, user_option
 from memoro.errors import BlockChanged
-from memoro.models import DeleteResult, Outcome, Writer, WriteResult, block_json, utc
+from memoro.models import DeleteResult, Outcome, Writer, WriteResult, block_json, utc_text
 from memoro.tools import plural
 
 
@@ -223,7 +223,7 @@ def memory_audit(ctx: click.Context, user: str, limit: int, as_json: bool) -> No
         print_json([entry.to_json() for entry in entries])
         return
     for entry in entries:
-        at = utc(entry.at).strftime("%Y-%m-%d %H:%M:%S UTC")
+        at = utc_text(entry.at, seconds=True)
         counts = f"-{entry.removed_count} +{entry.added_count}"
         click.echo(f"{at}  {entry.writer.value:<5}  {entry.operation.value:<6}  {counts}")
         for line in entry.removed_lines:

@@ -144,8 +144,8 @@ def serve(ctx: click.Context, host: str, port: int, workers: int) -> None:
         # answer it in its own JSON error shape (a 401 for a bad token)
         "http": "h11",
     }
-    server = uvicorn.Server(uvicorn.Config(app, **options))
-    if workers == 1:
+    server = uvicorn.Server(uvicorn.Config(app, **options)) if workers == 1 else None
+    if server is not None:
         # SIGTERM asks the server to stop whenever it comes, even before it
         # serves; uvicorn handles it while serving, then raises it again for
         # this handler. (Raising SystemExit from a handler instead is lost
@@ -170,7 +170,7 @@ def serve(ctx: click.Context, host: str, port: int, workers: int) -> None:
             err=True,
         )
     try:
-        if workers == 1:
+        if server is not None:
             server.run()
             if not server.started and not server.should_exit:
                 raise SystemExit(3)  # uvicorn has said why
