@@ -1,0 +1,101 @@
+"""What every framework adapter shares: the service it talks to, the
+user a run acts for, memoro's tool definitions, and the error that names a
+missing extra. No rule lives here either: prompts, tool results, limits and
+refusals all come from the service."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import Mapping
+from datetime import datetime
+from types import ModuleType
+from typing import Any, Protocol
+
+from memoro.models import RecordedTurn
+from memoro.prompt import SystemPrompt
+from memoro.tools import TOOLS, ToolResult, ToolSpec
+
+
+class Memory(Protocol):
+    """The calls an adapter makes: ``memoro.Memoro`` and
+    ``memoro.client.MemoroClient`` both answer them."""
+
+    def system_prompt(self, user_id: str, *, instructions: str = "") -> SystemPrompt: ...
+
+    def execute_tool(
+        self, user_id: str | None, name: str, arguments: Mapping[str, Any] | str | None
+    ) -> ToolResult: ...
+
+    def record_turn(
+        self,
+        user_id: str,
+        conversation_id: str,
+        question: str,
+        answer: str,
+        *,
+        at: datetime | str | None = None,
+        key: str | None = None,
+    ) -> RecordedTurn: ...
+
+
+def require(module: str, extra: str) -> ModuleType:
+    """Import a framework module, or say which extra installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(
+            f"memoro's {extra} adapter needs {module.split('.')[0]!r}, which is not installed:"
+            f" pip install 'memoro[{extra}]'"
+        ) from exc
+
+
+def tool_specs() -> list[ToolSpec]:
+    """memoro's tools as the model sees them (name, description, JSON
+    Schema), in their one definition."""
+    return list(TOOLS.values())
+
+
+def confirmed(user_id: object) -> str | None:
+    """The user id a run carries, or ``None`` when the host confirmed none
+    (then search returns nothing and memory tools change nothing)."""
+    return user_id if isinstance(user_id, str) and user_id else None
+
+
+def instructions(memory: Memory, user_id: str | None, own: str = "") -> str:
+    """The system prompt for this model call: memoro's base prompt, the
+    agent's own instructions, and the user's block last, read from storage
+    now. Without a user there is no block to show."""
+    user = confirmed(user_id)
+    if user is None:
+        return own
+    return memory.system_prompt(user, instructions=own).text
+
+
+def run_tool(memory: Memory, user_id: str | None, name: str, arguments: Any) -> str:
+    """A tool call's result text, run for the run's user — never for one
+    the arguments name."""
+    return memory.execute_tool(confirmed(user_id), name, arguments).text
+
+
+def record(
+    memory: Memory,
+    user_id: str | None,
+    conversation_id: str,
+    question: str,
+    answer: str,
+    *,
+    key: str | None = None,
+) -> RecordedTurn | None:
+    """Store a finished turn for the run's user; nothing without one, and
+    nothing for a turn with neither a question nor an answer."""
+    user = confirmed(user_id)
+    if user is None or not (question.strip() or answer.strip()):
+        return None
+    return memory.record_turn(user, conversation_id, question, answer, key=key)
+
+
+async def in_thread(function: Any, /, *args: Any, **kwargs: Any) -> Any:
+    """A service call from a framework's event loop: the embedded store and
+    the sync client block, so they run on a thread."""
+    return await asyncio.to_thread(function, *args, **kwargs)
