@@ -27,3 +27,7 @@ echo "== mypy"
 .venv/bin/mypy
 echo "== pytest"
 .venv/bin/python -m pytest "$@"
+# the framework adapters, each through its real framework in its own environment
+if [ $# -eq 0 ]; then
+    bash scripts/test_integrations.sh
+fi

