@@ -7,9 +7,11 @@ A host application proves who its user is with a standard **JSON Web Token**
   (``MEMORO_SECRET``), or
 - **RS256 / ES256**, signed by an identity provider whose public keys memoro
   reads from a JWKS URL (``MEMORO_JWKS_URL``; cached, and fetched again when
-  a token names a key it has not seen, so key rotation needs no restart).
+  a token names a key it has not seen, so key rotation needs no restart —
+  memoro.jwks says how the URL is kept from stalling the server).
 
-Every token must carry ``exp``; ``iss`` and ``aud`` are checked when
+Every token must carry ``exp`` (``exp``, ``nbf`` and ``iat`` are numbers);
+``iss`` and ``aud`` are checked when
 ``MEMORO_TOKEN_ISSUER`` / ``MEMORO_TOKEN_AUDIENCE`` are set; ``MEMORO_CLOCK_SKEW``
 seconds of difference between the clocks are tolerated. The user id is the
 claim ``MEMORO_USER_CLAIM`` names (``sub`` by default) — never a field of a
@@ -35,7 +37,8 @@ from typing import Any
 
 import jwt
 
-from memoro.errors import ConfigError, InvalidUser, KeysUnavailable, Unauthorized
+from memoro.errors import ConfigError, InvalidUser, Unauthorized
+from memoro.jwks import SigningKeys
 from memoro.turns import check_user
 
 SESSION_COOKIE = "memoro_session"
@@ -56,6 +59,8 @@ SESSION_AUDIENCE = "memoro-session"
 JWKS_ALGORITHMS = ("RS256", "ES256")
 VERIFIED_TOKENS = 10_000
 """Valid tokens a verifier remembers (the oldest is forgotten first)."""
+TIME_CLAIMS = ("exp", "nbf", "iat")
+"""Claims that are times: RFC 7519 makes each a number (never a string)."""
 VERIFIED_SECONDS = 300.0
 """The longest a verified token is taken on trust without a new check."""
 
@@ -125,13 +130,7 @@ class TokenVerifier:
             )
         self._secret = _checked_secret(secret) if secret else None
         self._jwks = (
-            jwt.PyJWKClient(
-                jwks_url,
-                cache_jwk_set=True,
-                lifespan=jwks_lifespan,
-                timeout=10,
-                cooldown_duration=jwks_cooldown,
-            )
+            SigningKeys(jwks_url, lifespan=jwks_lifespan, cooldown=jwks_cooldown)
             if jwks_url
             else None
         )
@@ -156,6 +155,26 @@ class TokenVerifier:
     def fetches_keys(self) -> bool:
         """Whether verifying may fetch a JWKS over the network (blocking)."""
         return self._jwks is not None
+
+    def answers_now(self, token: str) -> bool:
+        """Whether ``verify(token)`` answers without waiting on the network:
+        always, but for a token that names a key memoro may fetch now."""
+        if self._jwks is None or self.cached(token) is not None:
+            return True
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError:
+            return True
+        if header.get("alg") not in JWKS_ALGORITHMS:
+            return True
+        kid = header.get("kid")
+        return self._jwks.answers_now(kid if isinstance(kid, str) else None)
+
+    def warm(self) -> None:
+        """Fetch the identity provider's keys in the background now, so
+        that the first tokens find them."""
+        if self._jwks is not None:
+            self._jwks.warm()
 
     @property
     def algorithms(self) -> tuple[str, ...]:
@@ -199,6 +218,10 @@ class TokenVerifier:
             leeway=self.clock_skew,
             options={"require": required},
         )
+        for claim in TIME_CLAIMS:
+            value = payload.get(claim)
+            if claim in payload and (isinstance(value, bool) or not isinstance(value, int | float)):
+                raise Unauthorized(f"the token's {claim!r} claim is not a number")
         try:
             user_id = check_user(payload.get(self.user_claim))
         except InvalidUser as exc:
@@ -209,12 +232,10 @@ class TokenVerifier:
 
     def _jwk(self, token: str) -> Any:
         assert self._jwks is not None
-        try:
-            return self._jwks.get_signing_key_from_jwt(token).key
-        except jwt.PyJWKClientConnectionError as exc:
-            raise KeysUnavailable(f"the signing keys could not be fetched: {exc}") from None
-        except jwt.PyJWTError as exc:
-            raise Unauthorized(f"no signing key of MEMORO_JWKS_URL fits the token: {exc}") from None
+        kid = jwt.get_unverified_header(token).get("kid")
+        if kid is not None and not isinstance(kid, str):
+            raise Unauthorized("the token's key id (kid) is not a string")
+        return self._jwks.key(kid)
 
 
 class Sessions:

@@ -48,16 +48,25 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 UserOf = Callable[[Request], str]
+Authenticate = Callable[[Request], Awaitable[str]]
 
 
 class MemoroMCP(MCPServer):
     """An MCPServer whose tools are memoro's, run through the service."""
 
-    def __init__(self, memoro: Memoro, *, user: str | None = None, user_of: UserOf | None = None):
+    def __init__(
+        self,
+        memoro: Memoro,
+        *,
+        user: str | None = None,
+        user_of: UserOf | None = None,
+        authenticate: Authenticate | None = None,
+    ):
         super().__init__(name="memoro", instructions=INSTRUCTIONS, version="1", log_level="WARNING")
         self.memoro = memoro
         self._user = user
         self._user_of = user_of
+        self._authenticate = authenticate
         self.resource(
             MEMORY_URI,
             name="personal_memory",
@@ -130,7 +139,7 @@ class MemoroMCP(MCPServer):
         """The streamable-HTTP endpoint (to mount at /mcp) and the lifespan
         context that runs its session manager (a new one per app start).
         Requests are authenticated before the SDK sees them."""
-        endpoint = _Authenticated(self._user_of)
+        endpoint = _Authenticated(self._user_of, self._authenticate)
 
         @asynccontextmanager
         async def sessions() -> AsyncIterator[None]:
@@ -170,13 +179,16 @@ class _CleanLines:
 class _Authenticated:
     """An ASGI app that answers 401/403 unless the request has a user."""
 
-    def __init__(self, user_of: UserOf | None) -> None:
+    def __init__(self, user_of: UserOf | None, authenticate: Authenticate | None) -> None:
         self.app: ASGIApp | None = None
         self.user_of = user_of
+        self.authenticate = authenticate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            if self.user_of is not None:
+            if self.authenticate is not None:
+                await self.authenticate(Request(scope))
+            elif self.user_of is not None:
                 # checking a token may fetch an identity provider's keys: not on the loop
                 await anyio.to_thread.run_sync(self.user_of, Request(scope))
         except KeysUnavailable as exc:

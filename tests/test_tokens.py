@@ -4,6 +4,7 @@ clock skew, issuer, audience, the user claim, ``alg: none``, key rotation."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -36,17 +37,26 @@ class Jwks:
         self.keys: list[dict[str, Any]] = []
         self.fetches = 0
         self.down = False
+        self.hang = False  # accept the connection, never answer
+        self.html = False  # answer a web page instead of a key set
+        self.released = threading.Event()
         jwks = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 jwks.fetches += 1
+                if jwks.hang:
+                    jwks.released.wait(60)
+                    return
                 if jwks.down:
                     self.send_error(503)
                     return
                 body = json.dumps({"keys": jwks.keys}).encode()
+                kind = "application/json"
+                if jwks.html:
+                    body, kind = b"<html><body>Sign in</body></html>", "text/html"
                 self.send_response(200)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
@@ -59,6 +69,7 @@ class Jwks:
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
 
     def close(self) -> None:
+        self.released.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -205,7 +216,101 @@ def test_an_unreachable_jwks_is_a_503_not_a_401(jwks: Jwks, web_service: Memoro)
         assert response.json()["error"]["code"] == "keys_unavailable"
         jwks.down = False
         jwks.keys = [key.jwk]
-        assert httpx.get(f"{base}/v1/memory", headers=headers, timeout=10).status_code == 200
+        deadline = time.monotonic() + 10  # the failure is remembered for a back-off
+        while (answer := httpx.get(f"{base}/v1/memory", headers=headers, timeout=10)).status_code:
+            if answer.status_code == 200:
+                break
+            assert answer.status_code == 503
+            assert time.monotonic() < deadline, "the keys were never fetched again"
+            time.sleep(0.1)
+
+
+def test_a_jwks_answering_a_web_page_is_a_503_that_says_so(jwks: Jwks, web_service: Memoro) -> None:
+    jwks.html = True
+    auth = AuthConfig.build("token", "", "local", jwks_url=jwks.url)
+    with running(web_service, auth) as base:
+        headers = {"Authorization": f"Bearer {Key('k1').sign(claims(iss=None, aud=None))}"}
+        response = httpx.get(f"{base}/v1/memory", headers=headers, timeout=10)
+    assert response.status_code == 503
+    error = response.json()["error"]
+    assert error["code"] == "keys_unavailable"
+    assert "did not answer a JSON Web Key Set (it sent text/html)" in error["message"]
+
+
+def test_a_failing_jwks_is_not_fetched_again_until_its_back_off_has_passed(jwks: Jwks) -> None:
+    key = Key("k1")
+    jwks.down = True
+    verifier = provider_verifier(jwks)
+    for _ in range(20):
+        with pytest.raises(KeysUnavailable, match="answered HTTP 503"):
+            verifier.verify(key.sign(claims()))
+    assert jwks.fetches == 1
+
+
+def test_made_up_key_ids_fetch_the_key_set_at_most_once_per_cool_down(jwks: Jwks) -> None:
+    key = Key("k1")
+    jwks.keys = [key.jwk]
+    verifier = TokenVerifier(jwks_url=jwks.url, issuer=ISSUER, audience=AUDIENCE, jwks_cooldown=60)
+    assert verifier.verify(key.sign(claims())).user_id == "ann"
+    for i in range(30):
+        assert "no signing key" in refused(verifier, Key(f"forged-{i}").sign(claims()))
+    assert jwks.fetches == 1
+    assert verifier.verify(key.sign(claims("bob"))).user_id == "bob"  # known keys still work
+
+
+def test_a_token_without_a_key_id_uses_the_only_key(jwks: Jwks) -> None:
+    key = Key("k1")
+    jwks.keys = [{k: v for k, v in key.jwk.items() if k != "kid"}]
+    verifier = provider_verifier(jwks)
+    token = jwt.encode(claims(), key.private, algorithm="RS256")
+    assert verifier.verify(token).user_id == "ann"
+
+
+@pytest.mark.parametrize("claim", ["exp", "nbf", "iat"])
+def test_a_time_claim_written_as_a_string_is_refused(claim: str) -> None:
+    verifier = TokenVerifier(secret=SECRET)
+    now = int(time.time())
+    values = {"exp": now + 600, "nbf": now - 10, "iat": now - 10}
+    token = jwt.encode({"sub": "ann", **values, claim: str(values[claim])}, SECRET, "HS256")
+    assert refused(verifier, token) == f"the token's {claim!r} claim is not a number"
+
+
+def test_a_jwks_that_never_answers_stalls_no_other_request(jwks: Jwks, web_service: Memoro) -> None:
+    """50 tokens with made-up key ids while the identity provider hangs:
+    the health check and tokens with known keys still answer at once."""
+    key = Key("k1")
+    jwks.keys = [key.jwk]
+    auth = AuthConfig.build("token", "", "local", jwks_url=jwks.url, jwks_cooldown=0)
+    with running(web_service, auth) as base:
+        known = {"Authorization": f"Bearer {key.sign(claims(iss=None, aud=None))}"}
+        assert httpx.get(f"{base}/v1/memory", headers=known, timeout=10).status_code == 200
+        jwks.hang = True
+        forged = [Key(f"forged-{i}", "ES256").sign(claims(iss=None, aud=None)) for i in range(50)]
+        answers: list[int] = []
+
+        async def attack() -> None:
+            async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+                sent = [
+                    client.get("/v1/memory", headers={"Authorization": f"Bearer {token}"})
+                    for token in forged
+                ]
+                answers.extend(answer.status_code for answer in await asyncio.gather(*sent))
+
+        attacker = threading.Thread(target=asyncio.run, args=(attack(),))
+        attacker.start()
+        while jwks.fetches < 2:  # the attack has made memoro fetch again: the fetch hangs
+            time.sleep(0.01)
+        with httpx.Client(base_url=base, timeout=5) as client:
+            for i in range(5):
+                start = time.monotonic()
+                assert client.get("/healthz").status_code == 200
+                token = key.sign(claims(f"u{i}", iss=None, aud=None))
+                fresh = {"Authorization": f"Bearer {token}"}
+                assert client.get("/v1/memory", headers=fresh).status_code == 200
+                assert time.monotonic() - start < 1.0
+        attacker.join(30)
+        assert len(answers) == 50 and set(answers) <= {401, 503}, answers
+        assert jwks.fetches <= 3  # one fetch at a time, then a back-off
 
 
 def test_the_user_claim_is_configurable(jwks: Jwks) -> None:

@@ -44,6 +44,7 @@ from memoro.web.security import (
     AuthConfig,
     BodyLimit,
     Forbidden,
+    authenticated_user,
     current_user,
 )
 
@@ -94,11 +95,14 @@ def block_rules_js() -> str:
 
 
 def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = None) -> FastAPI:
-    mcp_endpoint, mcp_sessions = MemoroMCP(memoro, user_of=current_user).http_endpoint()
+    mcp = MemoroMCP(memoro, user_of=current_user, authenticate=authenticated_user)
+    mcp_endpoint, mcp_sessions = mcp.http_endpoint()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         ops.warm_in_background(memoro)
+        if auth.tokens is not None:
+            auth.tokens.warm()
         async with mcp_sessions():
             yield
 
@@ -169,9 +173,9 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
     def block_rules() -> Response:
         return Response(rules, media_type="text/javascript")
 
-    def page(request: Request, name: str) -> Response:
+    async def page(request: Request, name: str) -> Response:
         try:
-            current_user(request)
+            await authenticated_user(request)
         except Unauthorized:
             return login.not_signed_in(request)
         csrf = auth.local_csrf
@@ -190,20 +194,20 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
         return RedirectResponse("/memory", status_code=303)
 
     @app.get("/memory", include_in_schema=False)
-    def memory_page(request: Request) -> Response:
-        return page(request, "memory.html")
+    async def memory_page(request: Request) -> Response:
+        return await page(request, "memory.html")
 
     @app.get("/chat", include_in_schema=False)
-    def chat_page(request: Request) -> Response:
+    async def chat_page(request: Request) -> Response:
         if app.state.agents is None:
-            shown = page(request, "no-chat.html")
+            shown = await page(request, "no-chat.html")
             shown.status_code = 404 if shown.status_code == 200 else shown.status_code
             return shown
-        return page(request, "chat.html")
+        return await page(request, "chat.html")
 
     @app.get("/conversations", include_in_schema=False)
-    def conversations_page(request: Request) -> Response:
-        return page(request, "conversations.html")
+    async def conversations_page(request: Request) -> Response:
+        return await page(request, "conversations.html")
 
     # MCP over streamable HTTP, authenticated like the API (token or local)
     app.router.routes.append(Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"]))

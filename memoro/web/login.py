@@ -21,7 +21,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from memoro.auth import SESSION_COOKIE, Claims, www_authenticate
 from memoro.errors import Unauthorized
-from memoro.web.security import AuthConfig, check_origin
+from memoro.web.security import AuthConfig, check_origin, verified_token
 
 router = APIRouter(include_in_schema=False)
 TEMPLATE = Path(__file__).parent / "templates" / "login.html"
@@ -103,7 +103,7 @@ async def login(request: Request) -> Response:
         return page("Sign-in refused", f"<p>{_sentence(exc)}.</p>", 403)
     form = {k: v[0] for k, v in parse_qs((await request.body()).decode("utf-8", "replace")).items()}
     try:
-        claims = auth.tokens.verify(form.get("token", ""))
+        claims = await verified_token(request, auth.tokens, form.get("token", ""))
     except Unauthorized as exc:
         return _bad_token(exc)
     current = auth.session(request)

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
+import anyio
+import anyio.to_thread
 from fastapi import Request
-from starlette.concurrency import run_in_threadpool
 
 from memoro.auth import SESSION_COOKIE, Claims, Sessions, TokenVerifier
 from memoro.envelope import error_body
@@ -124,21 +125,44 @@ def current_user(request: Request) -> str:
     return user
 
 
+KEY_WAITS = 8
+"""Requests at most that wait on a thread for the identity provider's keys
+at once; more wait without a thread. They have a pool of their own, so no
+number of tokens naming unknown keys can take the threads other requests
+run on."""
+
+
+def _waits(request: Request) -> anyio.CapacityLimiter:
+    """The app's pool of threads that wait for keys (made on its loop)."""
+    state = request.app.state
+    if getattr(state, "key_waits", None) is None:
+        state.key_waits = anyio.CapacityLimiter(KEY_WAITS)
+    limiter: anyio.CapacityLimiter = state.key_waits
+    return limiter
+
+
 async def authenticated_user(request: Request) -> str:
-    """``current_user`` for FastAPI's Depends, on the event loop: checking an
-    HS256 token or a session is CPU only, and a token verified lately is a
-    dictionary look-up, both less than a hop to a worker thread; a new token
-    whose key may have to be fetched (JWKS) is checked on a thread."""
+    """``current_user`` on the event loop: checking an HS256 token or a
+    session is CPU only, and a token verified lately is a dictionary
+    look-up, both less than a hop to a worker thread. Only a token whose
+    key memoro must fetch first (JWKS) waits, on a thread of its own pool."""
     auth: AuthConfig = request.app.state.auth
-    if auth.tokens is not None and auth.tokens.fetches_keys and not _known_token(request, auth):
-        return await run_in_threadpool(current_user, request)
-    return current_user(request)
+    if auth.tokens is None or auth.tokens.answers_now(_bearer(request)):
+        return current_user(request)
+    return await anyio.to_thread.run_sync(current_user, request, limiter=_waits(request))
 
 
-def _known_token(request: Request, auth: AuthConfig) -> bool:
+async def verified_token(request: Request, tokens: TokenVerifier, token: str) -> Claims:
+    """``tokens.verify(token)`` from the event loop, waiting for keys as
+    ``authenticated_user`` does."""
+    if tokens.answers_now(token):
+        return tokens.verify(token)
+    return await anyio.to_thread.run_sync(tokens.verify, token, limiter=_waits(request))
+
+
+def _bearer(request: Request) -> str:
     header = request.headers.get("authorization", "")
-    token = header[7:].strip() if header.lower().startswith("bearer ") else ""
-    return bool(token) and auth.tokens is not None and auth.tokens.cached(token) is not None
+    return header[7:].strip() if header.lower().startswith("bearer ") else ""
 
 
 def _current_user(request: Request) -> str:
@@ -150,9 +174,8 @@ def _current_user(request: Request) -> str:
             raise Forbidden("local mode answers only on localhost")
         return auth.local_user
     assert auth.tokens is not None and auth.sessions is not None
-    header = request.headers.get("authorization", "")
-    if header.lower().startswith("bearer "):
-        return auth.tokens.verify(header[7:].strip()).user_id
+    if request.headers.get("authorization", "").lower().startswith("bearer "):
+        return auth.tokens.verify(_bearer(request)).user_id
     cookie = request.cookies.get(SESSION_COOKIE)
     if cookie:
         claims = auth.sessions.verify(cookie)
