@@ -128,7 +128,7 @@ SETTINGS: tuple[Setting, ...] = (
         default="",
         help="URL of an identity provider's JSON Web Key Set: RS256/ES256 user tokens signed"
         " with its keys are accepted (auth token). Keys are cached and fetched again for a"
-        " key id not seen yet.",
+        " key id not seen yet (at most every 10 s; a failing URL is retried after a back-off).",
         metavar="URL",
     ),
     Setting(
