@@ -12,6 +12,7 @@ to CLI messages.
     ├── ConfigError         a setting has a value memoro cannot use
     ├── ModelError          the chat model's API failed or could not be reached
     └── StoreError          the database could not do what was asked
+        ├── DiskFull        the database's disk is full: nothing was stored
         └── MigrationError  the schema is newer than this memoro, or broken
 
 A write the rules reject (over the limit, empty) is not an exception: it is a
@@ -97,6 +98,13 @@ class StoreError(MemoroError):
     """The database could not do what was asked."""
 
     code = "store_error"
+
+
+class DiskFull(StoreError):
+    """The database's disk is full: nothing of the request was stored (HTTP
+    503 until an operator frees space)."""
+
+    code = "disk_full"
 
 
 class MigrationError(StoreError):

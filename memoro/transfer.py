@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
@@ -35,6 +36,8 @@ AUDIT_EXPORT_LIMIT = 1_000_000
 """Every audit entry a user has (the audit is a few entries per write)."""
 log = logging.getLogger("memoro.worker")
 
+IMPORT_ID = re.compile(r"[0-9a-f]{32}")
+"""What an upload's id looks like (a random UUID's hex)."""
 PROGRESS_SECONDS = 2.0
 """How often a running import records how far it got (and keeps its job)."""
 
@@ -226,7 +229,10 @@ class Transfers:
 
     def import_status(self, user_id: str, import_id: str) -> ImportStatus | None:
         """How far an uploaded import is, and its report when done."""
-        return self.store.get_import(check_user(user_id), str(import_id))
+        user_id = check_user(user_id)
+        if not isinstance(import_id, str) or not IMPORT_ID.fullmatch(import_id):
+            return None  # no upload has such an id (they are 32 hex digits)
+        return self.store.get_import(user_id, import_id)
 
     def list_imports(self, user_id: str) -> list[ImportStatus]:
         """The user's recent uploaded imports, newest first."""

@@ -407,3 +407,30 @@ def test_an_unreachable_chat_model_is_a_502_in_json_streamed_or_not(
         assert streamed.status_code == 200
         assert "event: error" in streamed.text and '"model_error"' in streamed.text
     assert web_service.list_conversations("me") == []  # no turn was recorded
+
+
+def test_a_full_disk_is_a_503_that_says_so_and_loses_nothing(
+    web_service: Memoro, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite refusing to grow (its max_page_count, as a full disk refuses a
+    write) answered a bare text/plain 500 (issue 26)."""
+    from memoro.store.sqlite import _db
+
+    web_service.write_block("ann", "Name: Ann", writer="user")
+    pages = web_service.store.db.connect().execute("PRAGMA page_count").fetchone()[0]
+    monkeypatch.setattr(_db, "_PRAGMAS", (*_db._PRAGMAS, f"PRAGMA max_page_count = {pages}"))
+    token = AuthConfig.build("token", SECRET, "local")
+    with running(web_service, token) as url, client(url, "ann") as ann:
+        answers = []
+        for i in range(200):
+            turn = {"conversation": "c", "question": f"q{i} " + "words " * 400, "answer": "a"}
+            answers.append(ann.post("/v1/turns", json=turn))
+            if answers[-1].status_code != 201:
+                break
+        full = answers[-1]
+        assert full.status_code == 503, full.text
+        assert full.json()["error"]["code"] == "disk_full"
+        assert "is full: nothing was stored" in full.json()["error"]["message"]
+        assert ann.get("/v1/memory").json()["block"] == "Name: Ann"
+    stored = web_service.conversation_turns("ann", "c")
+    assert len(stored) == len(answers) - 1  # every acknowledged turn, none of the refused

@@ -198,3 +198,26 @@ def test_an_upload_cut_off_by_a_stopped_server_is_deleted_a_day_later(history: M
         assert store.upload_part(user, f"{user}-cut", 0) is None
         assert store.upload_part(user, f"{user}-arriving", 0) == f"{user}'s arriving text".encode()
     assert store.drop_stale_uploads() == 0
+
+
+def test_an_import_id_that_no_upload_can_have_is_404_on_every_backend(history: Memoro) -> None:
+    """A NUL in the id was a 500 on PostgreSQL (issue 26): ids are checked
+    before the database sees them."""
+    for odd in ["\x00", "abc\x00def", "x" * 10_000, "../imports", "ABCDEF" * 6]:
+        assert history.import_status("ann", odd) is None
+    with running(history, TOKEN) as url, client(url, "ann") as ann:
+        answer = ann.get("/v1/imports/%00")
+        assert answer.status_code == 404 and answer.json()["error"]["code"] == "not_found"
+
+
+def test_a_multipart_boundary_longer_than_the_standard_allows_is_a_4xx(server: str) -> None:
+    with client(server, "ann") as ann:
+        boundary = "b" * 300
+        body = f'--{boundary}\r\nContent-Disposition: form-data; name="file"\r\n\r\nx\r\n'
+        answer = ann.post(
+            "/v1/imports",
+            content=(body + f"--{boundary}--\r\n").encode(),
+            headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
+        )
+        assert answer.status_code == 422
+        assert "boundary is longer than 70" in answer.json()["error"]["message"]

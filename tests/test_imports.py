@@ -159,6 +159,20 @@ def test_an_out_of_range_time_fails_its_turn_only(tmp_path: Path) -> None:
     assert tally.failed == 1 and "openwebui:owui-1:m3" in tally.problems[0]
 
 
+def test_a_huge_integer_time_fails_its_line_only(tmp_path: Path) -> None:
+    """One huge integer timestamp (issue 26) fails that line, as an
+    out-of-range time does, instead of aborting the whole import."""
+    lines = (FIXTURES / "sillytavern-chat.jsonl").read_text().splitlines()
+    third = json.loads(lines[2])
+    lines[2] = json.dumps({**third, "send_date": 10**400})
+    path = tmp_path / "chat.jsonl"
+    path.write_text("\n".join(lines))
+    tally = Tally()
+    with Source.open(path) as source:
+        (chat,) = list(read(source, "sillytavern", tally))
+    assert chat.turns and tally.failed == 1
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
@@ -207,7 +221,9 @@ def test_times_as_exports_write_them(value: object, expected: datetime | None) -
     assert parse(value) == expected
 
 
-@pytest.mark.parametrize("value", [1e20, "9999-12-31T23:59:59-14:00", "not a time", "Feb 30, 2023"])
+@pytest.mark.parametrize(
+    "value", [1e20, 10**400, -(10**400), "9999-12-31T23:59:59-14:00", "not a time", "Feb 30, 2023"]
+)
 def test_an_impossible_time_is_bad_not_a_crash(value: object) -> None:
     with pytest.raises(BadTime):
         parse(value)

@@ -17,6 +17,7 @@ import jwt
 from memoro.errors import (
     BlockChanged,
     ConfigError,
+    DiskFull,
     InvalidInput,
     InvalidUser,
     KeysUnavailable,
@@ -78,6 +79,7 @@ _BY_CODE: dict[str, type[MemoroError]] = {
         KeysUnavailable,
         ConfigError,
         StoreError,
+        DiskFull,
         MigrationError,
     )
 }

@@ -39,8 +39,8 @@ def parse(value: object) -> datetime | None:
     if value is None or value == "" or isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        seconds = value / 1000 if abs(value) > MILLISECONDS else value
         try:
+            seconds = value / 1000 if abs(value) > MILLISECONDS else value
             return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=float(seconds))
         except (OverflowError, ValueError):
             raise BadTime(f"{value!r} is not a time memoro can store") from None

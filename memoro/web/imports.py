@@ -26,6 +26,9 @@ from memoro.imports.upload import Upload
 from memoro.service import Memoro
 from memoro.web.api import Service, User, errors
 
+MAX_BOUNDARY = 70
+"""The longest multipart boundary (RFC 2046)."""
+
 router = APIRouter(prefix="/v1", responses=errors(400, 401, 403, 413, 415, 422))
 
 
@@ -145,6 +148,8 @@ async def start_import(request: Request, user: User, memoro: Service) -> Any:
     kind, options = parse_options_header(request.headers.get("content-type", ""))
     if kind != b"multipart/form-data" or not options.get(b"boundary"):
         return _error(415, "unsupported_media_type", "send the file as multipart/form-data")
+    if len(options[b"boundary"]) > MAX_BOUNDARY:
+        raise InvalidInput(f"the form's boundary is longer than {MAX_BOUNDARY} characters")
     limit = memoro.settings.import_max_mb * 2**20
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit + 2**16:

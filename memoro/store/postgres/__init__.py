@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from memoro.errors import ConfigError, MigrationError, StoreError
+from memoro.errors import ConfigError, DiskFull, MigrationError, StoreError
 
 try:
     import psycopg
@@ -144,6 +144,10 @@ class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, PgHealth
         try:
             with self.pool.connection() as conn:
                 yield conn
+        except psycopg.errors.DiskFull as exc:
+            raise DiskFull(
+                "the disk of the PostgreSQL database is full: nothing was stored (free some space)"
+            ) from exc
         except psycopg.OperationalError as exc:
             raise StoreError(f"PostgreSQL is unavailable: {exc}") from exc
 

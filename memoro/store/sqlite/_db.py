@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from memoro.errors import MigrationError, StoreError
+from memoro.errors import DiskFull, MigrationError, StoreError
 from memoro.store import migrations
 from memoro.store.dialect import Dialect
 
@@ -97,14 +97,17 @@ class Database:
             raise StoreError(f"cannot start a write on {self.path}: {exc}") from exc
         try:
             yield conn
+        except sqlite3.Error as exc:
+            _roll_back(conn)
+            raise _failed(self.path, "write to", exc) from exc
         except BaseException:
-            conn.execute("ROLLBACK")
+            _roll_back(conn)
             raise
         try:
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            conn.execute("ROLLBACK")
-            raise StoreError(f"cannot commit to {self.path}: {exc}") from exc
+            _roll_back(conn)
+            raise _failed(self.path, "commit to", exc) from exc
 
     def checkpoint(self) -> bool:
         """Move the WAL into the database file and truncate the WAL to zero
@@ -146,3 +149,16 @@ def _statements(script: str) -> Iterator[str]:
     leftover = [ln for ln in buffer.splitlines() if ln.strip() and not ln.strip().startswith("--")]
     if leftover:
         raise MigrationError(f"incomplete SQL statement in migration: {leftover[0][:80]}")
+
+
+def _roll_back(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:  # SQLite may have rolled back already (a full disk)
+        conn.execute("ROLLBACK")
+
+
+def _failed(path: Path, doing: str, exc: sqlite3.Error) -> StoreError:
+    if getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL":
+        return DiskFull(
+            f"the disk of the database {path} is full: nothing was stored (free some space)"
+        )
+    return StoreError(f"cannot {doing} {path}: {exc}")
