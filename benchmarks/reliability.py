@@ -14,8 +14,9 @@ The checks, each on a fresh database:
   holds a job is killed and replaced; each turn is indexed exactly once.
 - SIGKILL of `memoro serve` under load, restarted each time: every write it
   acknowledged is there.
-- Deletion truth: after delete-everything and a purged conversation through
-  a running `memoro serve`, marker texts are searched in every file of the
+- Deletion truth: after delete-everything, purged conversations (one of
+  them imported from an uploaded export) and a failed upload through a
+  running `memoro serve`, marker texts are searched in every file of the
   database — SQLite's file, WAL and shared memory while the server runs and
   after SIGTERM; PostgreSQL's heap, index and WAL files after the steps
   docs/deploy.md gives an operator.
@@ -80,7 +81,8 @@ def deletion_truth(where: Place, users: int = 10) -> Row:
     row = Row("deletion truth: deleted text in any database file, heap or WAL")
     where.fresh()
     signer = Signer(SECRET)
-    markers = [m for u in range(users) for m in (f"QUOKKA{u}x", f"WOMBAT{u}x")]
+    kinds = ("QUOKKA", "WOMBAT", "NUMBAT", "DINGO", "QUOLL")
+    markers = [f"{kind}{u}x" for u in range(users) for kind in kinds]
     url, proc = start(where.env())
     try:
         for u in range(users):
@@ -92,12 +94,17 @@ def deletion_truth(where: Place, users: int = 10) -> Row:
                 http.post(
                     "/v1/turns", json={"conversation": "kept", "question": "plain", "answer": "ok"}
                 )
+                # an export imported, then its conversation deleted; one that fails
+                http.post("/v1/imports", files={"file": ("conversations.json", _export(u))})
+                http.post("/v1/imports", files={"file": ("notes.txt", f"QUOLL{u}x notes")})
         _drained(where)
         before = where.files_with([m.encode() for m in markers])
         for u in range(users):
             with _client(url, signer.issue(f"user{u}")) as http:
                 http.delete("/v1/memory")
-                http.delete("/v1/conversations/gone")
+                for conversation in http.get("/v1/conversations").json():
+                    if conversation["id"] != "kept":
+                        http.delete(f"/v1/conversations/{conversation['id']}")
         _drained(where)
         _purged(where)
         scans = {}
@@ -118,6 +125,35 @@ def deletion_truth(where: Place, users: int = 10) -> Row:
         for marker, files in found.items():
             row.fail(f"{when}: {marker.decode()} in {', '.join(files)}")
     return row
+
+
+def _export(u: int) -> bytes:
+    """A Claude.ai export of one conversation: its dialogue holds NUMBAT{u}x,
+    a field no import keeps DINGO{u}x (only the uploaded bytes have it)."""
+
+    def message(uuid: str, sender: str, text: str, parent: str) -> dict[str, Any]:
+        return {
+            "uuid": uuid,
+            "sender": sender,
+            "text": text,
+            "content": [{"type": "text", "text": text}],
+            "created_at": "2024-03-01T10:00:00Z",
+            "parent_message_uuid": parent,
+        }
+
+    root = "00000000-0000-4000-8000-000000000000"
+    conversation = {
+        "uuid": f"imported-{u}",
+        "name": "Imported",
+        "created_at": "2024-03-01T10:00:00Z",
+        "current_leaf_message_uuid": f"a{u}",
+        "chat_messages": [
+            message(f"q{u}", "human", f"Where do NUMBAT{u}x live?", root),
+            message(f"a{u}", "assistant", "In burrows.", f"q{u}"),
+        ],
+        "unread_field": f"DINGO{u}x",
+    }
+    return json.dumps([conversation]).encode()
 
 
 def finishing_statements() -> list[str]:

@@ -142,14 +142,23 @@ def test_c6_another_user_cannot_delete_my_conversation(history: Memoro) -> None:
     assert [c.id for c in history.list_conversations("ann")] == ["c1"]
 
 
-def test_c6_a_deleted_conversation_id_cannot_take_new_turns_until_purged(history: Memoro) -> None:
-    history.record_turn("ann", "c1", "q", "a")
-    history.delete_conversation("ann", "c1")
-    with pytest.raises(InvalidInput, match="deleted"):
-        history.record_turn("ann", "c1", "q2", "a2")
+def test_c6_a_deleted_conversation_id_starts_afresh_at_once(history: Memoro) -> None:
+    """Reusing the id of a conversation deleted moments ago just works (it
+    was refused until the purge ran, issue 26): the old turns are purged
+    then and there and never come back."""
+    history.record_turn("ann", "c1", "secret aardvark plans", "a")
     history.index_pending()
+    assert history.search("ann", "aardvark", mode="keyword")  # the index holds it
+    history.delete_conversation("ann", "c1")
     history.record_turn("ann", "c1", "fresh start", "ok")
     assert [t.question for t in history.conversation_turns("ann", "c1")] == ["fresh start"]
+    history.index_pending()  # the old purge job, and the new turn
+    assert [t.question for t in history.conversation_turns("ann", "c1")] == ["fresh start"]
+    for mode in ("hybrid", "keyword", "semantic"):
+        found = history.search("ann", "secret aardvark plans", mode=mode)
+        assert all("aardvark" not in hit.text for hit in found)
+    assert history.search("ann", "fresh start", mode="keyword")
+    assert history.pending_jobs() == 0
 
 
 def test_c7_every_window_of_a_chunk_is_embedded(history: Memoro) -> None:

@@ -9,7 +9,6 @@ import time
 
 import pytest
 
-from memoro.errors import InvalidInput
 from memoro.models import AuditRecord, JobStatus, NewTurn, Operation, Writer
 from memoro.store import keywords
 from memoro.store.base import Store
@@ -135,7 +134,7 @@ def test_a_key_the_user_already_has_is_not_stored_again(block_store: Store) -> N
     assert block_store.count_jobs("ann")[JobStatus.PENDING] == 1
 
 
-def test_conversations_list_latest_first_and_a_deleted_one_takes_no_turn(
+def test_conversations_list_latest_first_and_a_deleted_ones_id_starts_afresh(
     block_store: Store,
 ) -> None:
     block_store.record_turns("ann", [_turn("old", "one"), _turn("new", "two")])
@@ -147,8 +146,9 @@ def test_conversations_list_latest_first_and_a_deleted_one_takes_no_turn(
     assert [t.seq for t in block_store.conversation_turns("ann", "new")] == [1, 2]
     assert block_store.delete_conversation("ann", "old")
     assert [c.id for c in block_store.list_conversations("ann")] == ["new"]
-    with pytest.raises(InvalidInput):
-        block_store.record_turns("ann", [_turn("old", "again")])
+    (again,) = block_store.record_turns("ann", [_turn("old", "again")])
+    assert (again.created, again.seq) == (True, 1)
+    assert [t.question for t in block_store.conversation_turns("ann", "old")] == ["again"]
 
 
 # -- the job queue ---------------------------------------------------------

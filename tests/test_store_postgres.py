@@ -83,6 +83,7 @@ def test_migrations_run_once(postgres: tuple[str, str]) -> None:
         "search_indexes",
         "block_notify",
         "stale_uploads",
+        "upload_owner",
     ]
     assert len(rows) == len(migrations.load("postgres"))
 

@@ -16,9 +16,10 @@ from memoro.settings import Settings
 from memoro.store.postgres import PostgresStore
 from memoro.store.postgres import local as local_postgres
 from memoro.testing import HashEmbedder
+from tests.test_store_sqlite import marked_export, upload
 
 GUIDE = Path(__file__).parent.parent / "docs" / "deploy.md"
-MARKERS = (b"QUOKKA", b"WOMBAT")
+MARKERS = (b"QUOKKA", b"WOMBAT", b"DINGO", b"QUOLL", b"NUMBAT")
 
 
 def finishing_statements() -> list[str]:
@@ -57,13 +58,30 @@ def test_the_guides_steps_leave_no_deleted_text_in_any_file(tmp_path: Path) -> N
         for i in range(3):
             memoro.record_turn("ann", "gone", f"WOMBAT-{i} in the notes", "noted")
         memoro.record_turn("ann", "stays", "plain words", "kept")
+        # an upload imported (its raw bytes hold DINGO, its dialogue NUMBAT)
+        # and one that fails (QUOLL): every byte of both must go too, while
+        # an older upload still arriving keeps its rows on the same page
+        arriving = memoro.start_upload("bob", "bob.zip")
+        memoro.store.add_upload_part("bob", arriving.id, 0, b"bob's bytes " * 100)
+        upload(memoro, "ann", "conversations.json", marked_export())
+        upload(memoro, "ann", "notes.txt", b"QUOLL notes that are no export at all")
         memoro.index_pending()
         memoro.delete_block("ann", writer="user")
         memoro.delete_conversation("ann", "gone")
-        memoro.index_pending()  # the purge, then its VACUUM
+        for conversation in memoro.list_conversations("ann"):
+            if conversation.id != "stays":
+                memoro.delete_conversation("ann", conversation.id)
+        memoro.index_pending()  # the purges, then their VACUUM
         memoro.close()
 
-        vacuumed = {"memory_blocks", "memory_audit", "conversations", "turns", "chunks"}
+        vacuumed = {
+            "memory_blocks",
+            "memory_audit",
+            "conversations",
+            "turns",
+            "chunks",
+            "import_parts",
+        }
         deadline = time.monotonic() + 30
         with psycopg.connect(server.admin, autocommit=True) as conn:
             while True:  # statistics reach other sessions within a second or so

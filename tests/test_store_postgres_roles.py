@@ -169,3 +169,22 @@ def test_only_a_worker_sees_other_users_stale_uploads_and_only_those(
     assert worker.store.drop_stale_uploads() == 1
     assert app.store.get_import("bob", "cut") is None
     assert app.store.upload_part("bob", "arriving", 0) == b"bob's text"
+
+
+def test_the_app_role_cannot_attach_parts_to_another_users_upload(
+    postgres_server: Any, roles: tuple[Memoro, Memoro]
+) -> None:
+    """A foreign key is checked without row-level security: naming bob's
+    upload (by its random id) from ann's transaction must still fail."""
+    app, _ = roles
+    app.store.create_upload("bob", "bobs-upload", "export.zip", "auto")
+    with (
+        psycopg.connect(postgres_server.app) as conn,
+        pytest.raises(psycopg.errors.ForeignKeyViolation),
+    ):
+        conn.execute("SELECT set_config('memoro.user_id', 'ann', true)")
+        conn.execute(
+            "INSERT INTO import_parts (import_id, user_id, part, data)"
+            " VALUES ('bobs-upload', 'ann', 0, 'planted')"
+        )
+    assert app.store.upload_part("bob", "bobs-upload", 0) is None

@@ -3,6 +3,7 @@ migrations and WAL."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -24,6 +25,8 @@ from memoro.settings import Settings
 from memoro.store import migrations
 from memoro.store.sqlite import SqliteStore
 from tests.web_server import SECRET, free_port
+
+FIXTURES = Path(__file__).parent / "fixtures" / "imports"
 
 
 def _all_bytes(home: Path) -> bytes:
@@ -227,3 +230,42 @@ def test_a_database_from_a_newer_memoro_is_refused(tmp_path: Path) -> None:
     raw.close()
     with pytest.raises(MigrationError, match="newer than this memoro"):
         SqliteStore(tmp_path / "memoro.db")
+
+
+def marked_export() -> bytes:
+    """A Claude.ai export whose dialogue holds NUMBAT and whose raw file
+    alone holds DINGO (in a field no import keeps)."""
+    conversations = json.loads((FIXTURES / "claude-conversations.json").read_text())
+    for conversation in conversations:
+        conversation["memoro_test_field"] = "DINGO raw upload bytes"
+    return json.dumps(conversations).replace("tomatoes", "NUMBAT tomatoes").encode()
+
+
+def upload(memoro: Memoro, user: str, name: str, data: bytes) -> str:
+    """An export uploaded as over HTTP, queued for a worker; its id."""
+    started = memoro.start_upload(user, name)
+    started.write(data)
+    return memoro.finish_upload(started, "auto").id
+
+
+def test_an_uploads_bytes_leave_every_file_once_its_import_finishes_or_fails(
+    tmp_path: Path,
+) -> None:
+    """The upload's parts were deleted when its import ended, but their
+    bytes stayed in the WAL until some later checkpoint (issue 26)."""
+    store = SqliteStore(tmp_path / "memoro.db")
+    memoro = Memoro(store, Settings(home=tmp_path), embedder=None, worker=False)
+    good = upload(memoro, "ann", "conversations.json", marked_export())
+    bad = upload(memoro, "ann", "notes.txt", b"QUOLL notes that are no export at all")
+    assert b"DINGO" in _all_bytes(tmp_path) and b"QUOLL" in _all_bytes(tmp_path)
+    memoro.index_pending()
+    assert memoro.import_status("ann", good).status.value == "done"  # type: ignore[union-attr]
+    assert memoro.import_status("ann", bad).status.value == "failed"  # type: ignore[union-attr]
+    data = _all_bytes(tmp_path)
+    assert b"DINGO" not in data and b"QUOLL" not in data
+    assert b"NUMBAT" in data  # the imported dialogue is kept
+    for conversation in memoro.list_conversations("ann"):
+        memoro.delete_conversation("ann", conversation.id)
+    memoro.index_pending()  # the purges
+    assert b"NUMBAT" not in _all_bytes(tmp_path)
+    store.close()

@@ -12,7 +12,6 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from memoro.errors import InvalidInput
 from memoro.models import Conversation, Job, NewTurn, RecordedTurn, Turn, preview
 from memoro.store import keywords
 from memoro.store.dialect import Conn, Dialect, utcnow
@@ -29,6 +28,9 @@ VISIBLE_CHUNKS = (
     " FROM chunks c JOIN turns t ON t.user_id = c.user_id AND t.id = c.turn_id" + VISIBLE
 )
 """``chunks c`` with their turns ``t``, of conversations not deleted."""
+
+PURGED = ("conversations", "turns", "chunks", "vectors")
+"""The tables a conversation's purge deletes from."""
 
 
 def turn_from_row(d: Dialect, row: Any) -> Turn:
@@ -56,9 +58,17 @@ class SqlTurns(SqlQueue):
         self, user_id: str, turns: Sequence[NewTurn], *, bulk: bool = False
     ) -> list[RecordedTurn]:
         with self._write(user_id) as conn:
-            return [self._record(conn, user_id, turn, bulk) for turn in turns]
+            recorded = [self._record(conn, user_id, turn, bulk) for turn in turns]
+        if any(purged for _, purged in recorded):
+            self._deleted(PURGED)  # the deleted conversation's text leaves the files too
+        return [turn for turn, _ in recorded]
 
-    def _record(self, conn: Conn, user_id: str, turn: NewTurn, bulk: bool) -> RecordedTurn:
+    def _record(
+        self, conn: Conn, user_id: str, turn: NewTurn, bulk: bool
+    ) -> tuple[RecordedTurn, bool]:
+        """Store one turn; also whether a deleted conversation it reuses
+        the id of was purged first."""
+        purged = False
         d = self.dialect
         if turn.key is not None:
             row = conn.execute(
@@ -66,18 +76,22 @@ class SqlTurns(SqlQueue):
                 (user_id, turn.key),
             ).fetchone()
             if row is not None:
-                return RecordedTurn(row["id"], row["conversation_id"], row["seq"], False)
+                return RecordedTurn(row["id"], row["conversation_id"], row["seq"], False), False
         found = conn.execute(
             "SELECT deleted_at, title FROM conversations WHERE user_id = ? AND id = ?",
             (user_id, turn.conversation_id),
         ).fetchone()
+        if found is not None and found["deleted_at"] is not None:
+            # the id of a conversation deleted moments ago, before its purge:
+            # purge it now, and the id starts a new conversation
+            self._purge(conn, user_id, turn.conversation_id)
+            self._stale(conn, user_id)
+            found, purged = None, True
         if found is None:
             conn.execute(
                 "INSERT INTO conversations (user_id, id, created_at, title) VALUES (?, ?, ?, ?)",
                 (user_id, turn.conversation_id, d.time(utcnow()), turn.title),
             )
-        elif found["deleted_at"] is not None:
-            raise InvalidInput(f"conversation {turn.conversation_id!r} was deleted")
         elif turn.title is not None and turn.title != found["title"]:
             conn.execute(
                 "UPDATE conversations SET title = ? WHERE user_id = ? AND id = ?",
@@ -102,7 +116,7 @@ class SqlTurns(SqlQueue):
             ),
         ).fetchone()["id"]
         self._enqueue(conn, "index_turn", user_id, {"turn_id": turn_id}, bulk)
-        return RecordedTurn(turn_id, turn.conversation_id, seq, True)
+        return RecordedTurn(turn_id, turn.conversation_id, seq, True), purged
 
     def get_turn(self, user_id: str, turn_id: int) -> Turn | None:
         with self._read(user_id) as conn:
@@ -196,6 +210,10 @@ class SqlTurns(SqlQueue):
                     )
                     self._insert_vectors(conn, chunk_id, user_id, model, windows)
             self._stale(conn, user_id)
+
+    @abc.abstractmethod
+    def _purge(self, conn: Conn, user_id: str, conversation_id: str) -> None:
+        """Delete a conversation's vectors, chunks, turns and row."""
 
     @abc.abstractmethod
     def _terms(self, found: keywords.ChunkTerms) -> object:

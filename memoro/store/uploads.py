@@ -75,14 +75,14 @@ class SqlUploads(SqlQueue):
 
     def drop_upload(self, user_id: str, import_id: str) -> None:
         with self._write(user_id) as conn:
-            if _uploading(conn, user_id, import_id):
-                conn.execute(
-                    "DELETE FROM import_parts WHERE import_id = ? AND user_id = ?",
-                    (import_id, user_id),
-                )
-                conn.execute(
-                    "DELETE FROM imports WHERE id = ? AND user_id = ?", (import_id, user_id)
-                )
+            if not _uploading(conn, user_id, import_id):
+                return
+            conn.execute(
+                "DELETE FROM import_parts WHERE import_id = ? AND user_id = ?",
+                (import_id, user_id),
+            )
+            conn.execute("DELETE FROM imports WHERE id = ? AND user_id = ?", (import_id, user_id))
+        self._deleted(("import_parts", "imports"))  # the bytes leave the files too
 
     def drop_stale_uploads(self) -> int:
         stale = "status = 'uploading' AND created_at < ?"
@@ -160,4 +160,5 @@ class SqlUploads(SqlQueue):
                     job.user_id,
                 ),
             )
-            return True
+        self._deleted(("import_parts",))  # the upload's bytes leave the files too
+        return True

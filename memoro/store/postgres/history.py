@@ -18,7 +18,7 @@ from memoro.store import keywords
 from memoro.store.dialect import Conn
 from memoro.store.postgres._db import vector_literal
 from memoro.store.queue import finish
-from memoro.store.turns import SqlTurns
+from memoro.store.turns import PURGED, SqlTurns
 
 
 class PgHistory(SqlTurns):
@@ -79,21 +79,24 @@ class PgHistory(SqlTurns):
             ).fetchone()
             if row is None or row["deleted_at"] is None:
                 return True
-            mine = {"user": job.user_id, "conversation": conversation_id}
-            turns = "turns WHERE user_id = %(user)s AND conversation_id = %(conversation)s"
-            chunks = f"chunks WHERE user_id = %(user)s AND turn_id IN (SELECT id FROM {turns})"
-            conn.execute(
-                "DELETE FROM vectors WHERE user_id = %(user)s"
-                f" AND chunk_id IN (SELECT id FROM {chunks})",
-                mine,
-            )
-            conn.execute(f"DELETE FROM {chunks}", mine)
-            conn.execute(f"DELETE FROM {turns}", mine)
-            conn.execute(
-                "DELETE FROM conversations WHERE user_id = %(user)s AND id = %(conversation)s", mine
-            )
-        self._deleted(("conversations", "turns", "chunks", "vectors"))
+            self._purge(conn, job.user_id, conversation_id)
+        self._deleted(PURGED)
         return True
+
+    def _purge(self, conn: Conn, user_id: str, conversation_id: str) -> None:
+        mine = {"user": user_id, "conversation": conversation_id}
+        turns = "turns WHERE user_id = %(user)s AND conversation_id = %(conversation)s"
+        chunks = f"chunks WHERE user_id = %(user)s AND turn_id IN (SELECT id FROM {turns})"
+        conn.execute(
+            "DELETE FROM vectors WHERE user_id = %(user)s"
+            f" AND chunk_id IN (SELECT id FROM {chunks})",
+            mine,
+        )
+        conn.execute(f"DELETE FROM {chunks}", mine)
+        conn.execute(f"DELETE FROM {turns}", mine)
+        conn.execute(
+            "DELETE FROM conversations WHERE user_id = %(user)s AND id = %(conversation)s", mine
+        )
 
     def vector_models(self) -> dict[str, int]:
         rows = self._across_users(

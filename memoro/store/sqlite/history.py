@@ -76,25 +76,28 @@ class History(IndexedSearch, SqlTurns):
             ).fetchone()
             if deleted is None or deleted["deleted_at"] is None:
                 return True
-            chunks = conn.execute(
-                "SELECT c.id FROM chunks c JOIN turns t ON t.id = c.turn_id"
-                " WHERE t.user_id = ? AND t.conversation_id = ?",
-                (user_id, conversation_id),
-            ).fetchall()
-            for chunk in chunks:
-                conn.execute("DELETE FROM vectors WHERE chunk_id = ?", (chunk["id"],))
-                conn.execute("DELETE FROM chunks WHERE id = ?", (chunk["id"],))
-            conn.execute(
-                "DELETE FROM turns WHERE user_id = ? AND conversation_id = ?",
-                (user_id, conversation_id),
-            )
-            conn.execute(
-                "DELETE FROM conversations WHERE user_id = ? AND id = ?",
-                (user_id, conversation_id),
-            )
+            self._purge(conn, user_id, conversation_id)
             self._stale(conn, user_id)
         self.db.checkpoint()  # the purged text leaves the WAL too
         return True
+
+    def _purge(self, conn: Conn, user_id: str, conversation_id: str) -> None:
+        chunks = conn.execute(
+            "SELECT c.id FROM chunks c JOIN turns t ON t.id = c.turn_id"
+            " WHERE t.user_id = ? AND t.conversation_id = ?",
+            (user_id, conversation_id),
+        ).fetchall()
+        for chunk in chunks:
+            conn.execute("DELETE FROM vectors WHERE chunk_id = ?", (chunk["id"],))
+            conn.execute("DELETE FROM chunks WHERE id = ?", (chunk["id"],))
+        conn.execute(
+            "DELETE FROM turns WHERE user_id = ? AND conversation_id = ?",
+            (user_id, conversation_id),
+        )
+        conn.execute(
+            "DELETE FROM conversations WHERE user_id = ? AND id = ?",
+            (user_id, conversation_id),
+        )
 
     # -- search ------------------------------------------------------------
 
