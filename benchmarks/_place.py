@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from memoro.testing import HashEmbedder
 
 TABLES = (
     "memory_blocks, memory_audit, vectors, chunks, turns, conversations, jobs, history_users,"
-    " search_indexes"
+    " search_indexes, import_parts, imports"
 )
 
 
@@ -91,6 +92,14 @@ class Place:
 
     def count(self, sql: str) -> int:
         return int(self.rows(sql)[0][0])
+
+    def drained(self, seconds: float = 300) -> None:
+        """Wait until every job but the failed ones is done."""
+        deadline = time.monotonic() + seconds
+        while self.count("SELECT count(*) FROM jobs WHERE status <> 'failed'"):
+            if time.monotonic() > deadline:
+                raise SystemExit("the job queue did not drain")
+            time.sleep(0.05)
 
     def files(self) -> list[Path]:
         """Every file the database keeps its data in."""

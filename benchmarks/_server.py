@@ -65,3 +65,8 @@ def serving(env: dict[str, str]) -> Iterator[str]:
         yield url
     finally:
         stop(proc)
+
+
+def client(url: str, token: str) -> httpx.Client:
+    """An HTTP client of the server at ``url`` that sends ``token``."""
+    return httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60)

@@ -38,7 +38,6 @@ import json
 import os
 import platform
 import random
-import re
 import sys
 import threading
 import time
@@ -46,11 +45,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psycopg
 from _bad_input import corpus
+from _deletion import deletion_truth, user_deletion
 from _kills import block_writes, serve, workers
 from _place import Place, Row, place
-from _server import SECRET, serving, start, stop
+from _server import SECRET, serving
 
 from memoro.auth import Signer
 
@@ -75,119 +74,6 @@ QUICK = {
 }
 
 
-def deletion_truth(where: Place, users: int = 10) -> Row:
-    """Markers of every user's block and one conversation, deleted through a
-    running `memoro serve`, then searched for in every database file."""
-    row = Row("deletion truth: deleted text in any database file, heap or WAL")
-    where.fresh()
-    signer = Signer(SECRET)
-    kinds = ("QUOKKA", "WOMBAT", "NUMBAT", "DINGO", "QUOLL")
-    markers = [f"{kind}{u}x" for u in range(users) for kind in kinds]
-    url, proc = start(where.env())
-    try:
-        for u in range(users):
-            with _client(url, signer.issue(f"user{u}")) as http:
-                http.put("/v1/memory", json={"block": f"Badge: QUOKKA{u}x"})
-                for i in range(3):
-                    turn = {"conversation": "gone", "question": f"WOMBAT{u}x {i}", "answer": "ok"}
-                    http.post("/v1/turns", json=turn)
-                http.post(
-                    "/v1/turns", json={"conversation": "kept", "question": "plain", "answer": "ok"}
-                )
-                # an export imported, then its conversation deleted; one that fails
-                http.post("/v1/imports", files={"file": ("conversations.json", _export(u))})
-                http.post("/v1/imports", files={"file": ("notes.txt", f"QUOLL{u}x notes")})
-        _drained(where)
-        before = where.files_with([m.encode() for m in markers])
-        for u in range(users):
-            with _client(url, signer.issue(f"user{u}")) as http:
-                http.delete("/v1/memory")
-                for conversation in http.get("/v1/conversations").json():
-                    if conversation["id"] != "kept":
-                        http.delete(f"/v1/conversations/{conversation['id']}")
-        _drained(where)
-        _purged(where)
-        scans = {}
-        if where.data_dir is None:
-            scans["while serving"] = where.files_with([m.encode() for m in markers])
-    finally:
-        stop(proc)
-    if where.data_dir is None:
-        scans["after SIGTERM"] = where.files_with([m.encode() for m in markers])
-    else:
-        with psycopg.connect(where.admin or "", autocommit=True) as conn:
-            for statement in finishing_statements():
-                conn.execute(statement.encode())
-        scans["after the guide's steps"] = where.files_with([m.encode() for m in markers])
-    row.notes.append(f"before deleting, {len(before)} of {len(markers)} markers were on disk")
-    for when, found in scans.items():
-        row.tried += len(markers)
-        for marker, files in found.items():
-            row.fail(f"{when}: {marker.decode()} in {', '.join(files)}")
-    return row
-
-
-def _export(u: int) -> bytes:
-    """A Claude.ai export of one conversation: its dialogue holds NUMBAT{u}x,
-    a field no import keeps DINGO{u}x (only the uploaded bytes have it)."""
-
-    def message(uuid: str, sender: str, text: str, parent: str) -> dict[str, Any]:
-        return {
-            "uuid": uuid,
-            "sender": sender,
-            "text": text,
-            "content": [{"type": "text", "text": text}],
-            "created_at": "2024-03-01T10:00:00Z",
-            "parent_message_uuid": parent,
-        }
-
-    root = "00000000-0000-4000-8000-000000000000"
-    conversation = {
-        "uuid": f"imported-{u}",
-        "name": "Imported",
-        "created_at": "2024-03-01T10:00:00Z",
-        "current_leaf_message_uuid": f"a{u}",
-        "chat_messages": [
-            message(f"q{u}", "human", f"Where do NUMBAT{u}x live?", root),
-            message(f"a{u}", "assistant", "In burrows.", f"q{u}"),
-        ],
-        "unread_field": f"DINGO{u}x",
-    }
-    return json.dumps([conversation]).encode()
-
-
-def finishing_statements() -> list[str]:
-    """The SQL docs/deploy.md tells an operator to run to finish a deletion."""
-    (block,) = re.findall(r"```sql\n(-- finish a deletion.*?)```", GUIDE.read_text(), re.S)
-    lines = [line for line in block.splitlines() if not line.startswith("--")]
-    return [s.strip() for s in " ".join(lines).split(";") if s.strip()]
-
-
-def _client(url: str, token: str) -> httpx.Client:
-    return httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
-
-
-def _drained(where: Place, seconds: float = 300) -> None:
-    deadline = time.monotonic() + seconds
-    while where.count("SELECT count(*) FROM jobs WHERE status <> 'failed'"):
-        if time.monotonic() > deadline:
-            raise SystemExit("the job queue did not drain")
-        time.sleep(0.05)
-
-
-def _purged(where: Place) -> None:
-    """Wait for the purges, and on SQLite for the checkpoint each one makes
-    right after its commit (the WAL is truncated to 0 bytes)."""
-    deadline = time.monotonic() + 60
-    wal = where.home / "memoro.db-wal"
-    while where.count("SELECT count(*) FROM conversations WHERE deleted_at IS NOT NULL") or (
-        where.url is None and wal.exists() and wal.stat().st_size
-    ):
-        if time.monotonic() > deadline:
-            return  # what is left is for the scan to find
-        time.sleep(0.05)
-
-
 def mixed_load(where: Place, clients: int, seconds: float) -> list[Row]:
     """Clients, each its own user, drive `memoro serve` for ``seconds``."""
     requests = Row(f"mixed load, {clients} clients × {seconds:.0f} s: requests (errors, 5xx)")
@@ -201,7 +87,7 @@ def mixed_load(where: Place, clients: int, seconds: float) -> list[Row]:
 
     def client(i: int, url: str, until: float) -> None:
         rng, user = random.Random(i), f"load{i}"
-        with _client(url, signer.issue(user)) as http:
+        with client(url, signer.issue(user)) as http:
             n = 0
             while time.monotonic() < until:
                 n += 1
@@ -246,7 +132,7 @@ def mixed_load(where: Place, clients: int, seconds: float) -> list[Row]:
             t.start()
         for t in threads:
             t.join()
-        _drained(where)
+        where.drained()
     requests.tried = len(statuses)
     for status in statuses:
         if not 200 <= status < 300:
@@ -348,6 +234,7 @@ def measure(spec: str, scale: dict[str, Any], seed: int) -> tuple[str, list[Row]
             lambda: [workers(where, scale["turns"], scale["worker_kills"], rng)],
             lambda: [serve(where, scale["serve_kills"], 4, rng)],
             lambda: [deletion_truth(where)],
+            lambda: [user_deletion(where)],
             lambda: mixed_load(where, scale["clients"], scale["seconds"]),
             lambda: [corpus(where)],
             lambda: [schemathesis_run(where, scale["examples"])],

@@ -215,6 +215,31 @@ class DeleteResult:
         return {"deleted": self.deleted, "removed_count": self.removed_count}
 
 
+@dataclass(frozen=True)
+class UserDeletion:
+    """What erasing a user removed: nothing of theirs is left anywhere."""
+
+    block: bool
+    audit_entries: int
+    conversations: int
+    turns: int
+    imports: int
+
+    @property
+    def anything(self) -> bool:
+        """Whether memoro held anything for the user."""
+        return bool(self.block or self.audit_entries or self.conversations or self.imports)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "block": self.block,
+            "audit_entries": self.audit_entries,
+            "conversations": self.conversations,
+            "turns": self.turns,
+            "imports": self.imports,
+        }
+
+
 # -- past conversations ------------------------------------------------------
 
 

@@ -36,6 +36,7 @@ from memoro.models import (
     SearchHits,
     StoredBlock,
     Turn,
+    UserDeletion,
     Writer,
     WriteResult,
 )
@@ -246,6 +247,16 @@ class Memoro(Transfers):
         extra = _instructions(instructions)
         known = self.store.prompt_block_now(check_user(user_id))
         return _prompt(known.block, extra) if known else None
+
+    # -- erasure (A) --------------------------------------------------------
+
+    def delete_user(self, user_id: str) -> UserDeletion:
+        """Erase everything memoro holds for the user — the block and its
+        audit, every conversation, turn, chunk and vector, queued jobs,
+        imports and uploads, saved search indexes — true on disk as after
+        any deletion, and stale at once in every server's in-memory
+        indexes. The id can be used again right away."""
+        return self.store.delete_user(check_user(user_id))
 
     # -- past conversations (C) --------------------------------------------
 

@@ -224,7 +224,8 @@ class Transfers:
         if self._threaded:
             self.worker.wake()
         found = self.store.get_import(upload.user_id, upload.id)
-        assert found is not None
+        if found is None:  # its user was erased while it arrived
+            raise InvalidInput("the upload was dropped before it finished: nothing was imported")
         return found
 
     def import_status(self, user_id: str, import_id: str) -> ImportStatus | None:

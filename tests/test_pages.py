@@ -366,3 +366,29 @@ def test_tool_events_say_what_happened(chat: tuple[Page, object], web_service: M
     expect(page.locator("#memory")).to_have_text("(nothing remembered)")
     shot(page, "chat-tools")
     assert web_service.read_block(USER) is None
+
+
+def test_delete_all_my_data_asks_once_more_then_erases_everything(
+    page: Page, url: str, service: Memoro
+) -> None:
+    service.write_block(USER, "Name: Ann", writer="user")
+    service.record_turn(USER, "c1", "hello", "hi")
+    service.write_block("bob", "Name: Bob", writer="user")
+    open_memory(page, url)
+    page.get_by_role("button", name="Delete all my data").click()
+    dialog = page.locator("#confirm-erase")
+    expect(dialog).to_be_visible()
+    dialog.get_by_role("button", name="Cancel").click()
+    expect(dialog).to_be_hidden()
+    assert service.read_block(USER) is not None  # asked, not done
+    page.get_by_role("button", name="Delete all my data").click()
+    dialog.get_by_role("button", name="Delete all my data").click()
+    expect(page.locator("h1")).to_have_text("All your data was deleted")
+    expect(page.locator("main")).to_contain_text(
+        "Deleted your memory, 1 change in its history and 1 conversation (1 turn)."
+    )
+    assert service.read_block(USER) is None and service.list_conversations(USER) == []
+    assert service.read_block("bob") is not None
+    page.get_by_role("link", name="Start again").click()
+    expect(page.locator("body")).to_have_attribute("data-ready", "true")
+    expect(page.locator("#block")).to_have_value("")

@@ -84,6 +84,7 @@ def test_migrations_run_once(postgres: tuple[str, str]) -> None:
         "block_notify",
         "stale_uploads",
         "upload_owner",
+        "generation_clock",
     ]
     assert len(rows) == len(migrations.load("postgres"))
 

@@ -27,8 +27,9 @@ CROSS_USER_FUNCTIONS = {
     "memoro_count_missing": "SELECT * FROM memoro_count_missing('hash')",
 }
 # memoro_block_changed is a trigger (not callable): it announces a digest of
-# the user whose block changed, never the text
-HARMLESS = {"memoro_is_worker", "memoro_block_changed"}
+# the user whose block changed, never the text; memoro_next_generation draws
+# a number from a sequence
+HARMLESS = {"memoro_is_worker", "memoro_block_changed", "memoro_next_generation"}
 # one user's rows, with the caller's rights: what the caller could read anyway
 ONE_USER = {"memoro_read_block"}
 # across users on purpose, for monitoring: counts and ages, no user, payload or error

@@ -192,16 +192,16 @@ def _jsonl(*turns: tuple[str, str, str]) -> io.BytesIO:
     return io.BytesIO("\n".join(lines).encode())
 
 
-def test_a_conversation_deleted_a_moment_ago_fails_alone_and_the_rest_are_imported(
-    history: Memoro,
-) -> None:
+def test_a_conversation_deleted_a_moment_ago_is_imported_afresh(history: Memoro) -> None:
+    """Its id takes turns at once (issue 26): the deleted turns are purged,
+    never mixed with the imported ones."""
     history.import_file("ann", _jsonl(("trip", "Flights?", "TAP"), ("garden", "Basil?", "Sun")))
-    history.delete_conversation("ann", "trip")  # not yet purged: its id takes no turns
+    history.delete_conversation("ann", "trip")  # not yet purged
     report = history.import_file(
         "ann", _jsonl(("trip", "Hotel?", "Alfama"), ("garden", "Mint?", "Shade"))
     )
-    assert (report.tally.imported, report.tally.already_there, report.tally.failed) == (1, 0, 1)
-    assert "trip" in report.tally.problems[0] and "deleted" in report.tally.problems[0]
+    assert (report.tally.imported, report.tally.already_there, report.tally.failed) == (2, 0, 0)
+    assert [t.question for t in history.conversation_turns("ann", "trip")] == ["Hotel?"]
     assert [t.question for t in history.conversation_turns("ann", "garden")] == ["Basil?", "Mint?"]
 
 

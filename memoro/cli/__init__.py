@@ -7,6 +7,7 @@ from memoro.cli import (  # noqa: F401  (they register commands)
     memory,
     serve,
     transfer,
+    users,
 )
 from memoro.cli._app import cli, main
 

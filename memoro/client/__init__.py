@@ -32,6 +32,7 @@ from memoro.models import (
     SearchHits,
     StoredBlock,
     Turn,
+    UserDeletion,
     Writer,
     WriteResult,
 )
@@ -138,6 +139,10 @@ class MemoroClient:
         """Delete a conversation; False when there was none."""
         return self._send(self._calls.delete_conversation(user_id, conversation_id))
 
+    def delete_user(self, user_id: str) -> UserDeletion:
+        """Erase everything the server holds for the user (DELETE /v1/me)."""
+        return self._send(self._calls.delete_user(user_id))
+
     def execute_tool(
         self, user_id: str | None, name: str, arguments: Mapping[str, Any] | str | None
     ) -> ToolResult:
@@ -239,6 +244,9 @@ class AsyncMemoroClient:
 
     async def delete_conversation(self, user_id: str, conversation_id: str) -> bool:
         return await self._send(self._calls.delete_conversation(user_id, conversation_id))
+
+    async def delete_user(self, user_id: str) -> UserDeletion:
+        return await self._send(self._calls.delete_user(user_id))
 
     async def execute_tool(
         self, user_id: str | None, name: str, arguments: Mapping[str, Any] | str | None

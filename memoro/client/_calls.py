@@ -40,6 +40,7 @@ from memoro.models import (
     SearchHits,
     StoredBlock,
     Turn,
+    UserDeletion,
     Writer,
     WriteResult,
 )
@@ -302,6 +303,19 @@ class Calls:
             return True
 
         return Call("DELETE", _conversation(conversation_id), user_id, read)
+
+    def delete_user(self, user_id: str) -> Call[UserDeletion]:
+        def read(response: httpx.Response) -> UserDeletion:
+            data = _json(response)
+            return UserDeletion(
+                data["block"],
+                data["audit_entries"],
+                data["conversations"],
+                data["turns"],
+                data["imports"],
+            )
+
+        return Call("DELETE", "/v1/me", user_id, read)
 
     def execute_tool(
         self, user_id: str, name: str, arguments: Mapping[str, Any] | str | None

@@ -37,6 +37,7 @@ from memoro.models import (
     RecordedTurn,
     StoredBlock,
     Turn,
+    UserDeletion,
 )
 
 
@@ -336,7 +337,17 @@ class ImportStore(Protocol):
         ...
 
 
+class UserStore(Protocol):
+    """Erasing a user."""
+
+    def delete_user(self, user_id: str) -> UserDeletion:
+        """Delete every row of the user in every table, in one transaction,
+        and clean the files as after any deletion; say what was held."""
+        ...
+
+
 class Store(
+    UserStore,
     BlockStore,
     HistoryStore,
     SearchIndex,

@@ -225,19 +225,32 @@ class SqlTurns(SqlQueue):
     ) -> None:
         """Store a chunk's vectors from ``model``, one per window."""
 
+    @abc.abstractmethod
+    def _next_generation(self, conn: Conn) -> int:
+        """A generation no user has had yet: the backend's one clock, which
+        only moves forward."""
+
     def _turn_indexed(self, conn: Conn, user_id: str) -> None:
-        """A turn of ``user_id`` was indexed."""
+        """A turn of ``user_id`` was indexed: a user with chunks has a
+        generation from the clock (never 0), so an index built on their
+        rows is stale once they are erased, and after they come back."""
+        table, column = self._generations
+        if not conn.execute(f"SELECT 1 FROM {table} WHERE user_id = ?", (user_id,)).fetchone():
+            conn.execute(
+                f"INSERT INTO {table} (user_id, {column}) VALUES (?, ?)",
+                (user_id, self._next_generation(conn)),
+            )
 
     def _stale(self, conn: Conn, user_id: str) -> None:
         """The user's chunks or vectors were removed, hidden or replaced:
-        bump the user's generation, so in-memory indexes built before are
-        read again, and delete their saved copies."""
+        give the user a new generation, so in-memory indexes built before
+        are read again, and delete their saved copies."""
         table, column = self._generations
         conn.execute("DELETE FROM search_indexes WHERE user_id = ?", (user_id,))
         conn.execute(
-            f"INSERT INTO {table} (user_id, {column}) VALUES (?, 1) ON CONFLICT (user_id)"
-            f" DO UPDATE SET {column} = {table}.{column} + 1",
-            (user_id,),
+            f"INSERT INTO {table} (user_id, {column}) VALUES (?, ?) ON CONFLICT (user_id)"
+            f" DO UPDATE SET {column} = excluded.{column}",
+            (user_id, self._next_generation(conn)),
         )
 
     def _keep_index(self, user_id: str, kind: str, generation: int, data: memoryview) -> None:

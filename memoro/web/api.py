@@ -108,6 +108,14 @@ class DeleteOut(BaseModel):
     removed_count: int
 
 
+class UserDeletionOut(BaseModel):
+    block: bool = Field(description="Whether there was a personal memory block.")
+    audit_entries: int
+    conversations: int
+    turns: int
+    imports: int
+
+
 class AuditOut(BaseModel):
     id: int
     at: datetime
@@ -271,6 +279,19 @@ def write_memory(body: BlockIn, user: User, memoro: Service, if_match: IfMatch =
 )
 def delete_memory(user: User, memoro: Service, if_match: IfMatch = None) -> Any:
     return memoro.delete_block(user, writer=Writer.USER, expected_etag=_etag(if_match)).to_json()
+
+
+@router.delete(
+    "/me",
+    response_model=UserDeletionOut,
+    summary="Delete all my data",
+    description="Erases everything memoro holds for the authenticated user — the block and"
+    " its audit, every conversation, turn, chunk and vector, queued jobs, imports and"
+    " uploads, saved search indexes — on disk as well, and says what there was. It cannot"
+    " be undone; the user id can be used again at once.",
+)
+def delete_me(user: User, memoro: Service) -> Any:
+    return memoro.delete_user(user).to_json()
 
 
 @router.get("/memory/audit", response_model=list[AuditOut], summary="Recent writes and deletes")

@@ -26,7 +26,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised without the extra
     raise ConfigError("PostgreSQL needs: pip install 'memoro[postgres]'") from exc
 
-from memoro.models import StoredBlock
+from memoro.models import StoredBlock, UserDeletion
 from memoro.store import migrations
 from memoro.store.base import Known, Store
 from memoro.store.blocks import SqlBlocks, SqlBlockTransaction, block_from_row
@@ -40,6 +40,7 @@ from memoro.store.postgres.jobs import PgJobs
 from memoro.store.postgres.search import PgSearch
 from memoro.store.postgres.source import PgSnapshot
 from memoro.store.uploads import SqlUploads
+from memoro.store.users import SqlUsers
 
 log = logging.getLogger("memoro.store")
 
@@ -47,7 +48,7 @@ POOL_TIMEOUT = 10.0
 """Seconds a request waits for a database connection before it fails."""
 
 
-class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, PgHealth, Store):
+class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, SqlUsers, PgHealth, Store):
     """The Store on PostgreSQL: a pool of connections, each transaction
     scoped to one user by row-level security."""
 
@@ -187,6 +188,12 @@ class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, PgHealth
         try:
             with super().block_transaction(user_id) as tx:
                 yield tx
+        finally:  # after the commit: this process's next fetch reads it
+            self.blocks.changed(user_id)
+
+    def delete_user(self, user_id: str) -> UserDeletion:
+        try:
+            return super().delete_user(user_id)
         finally:  # after the commit: this process's next fetch reads it
             self.blocks.changed(user_id)
 

@@ -29,12 +29,8 @@ class PgHistory(SqlTurns):
     def _terms(self, found: keywords.ChunkTerms) -> bytes:
         return found.pack()
 
-    def _turn_indexed(self, conn: Conn, user_id: str) -> None:
-        # the users that maintenance across users visits
-        conn.execute(
-            "INSERT INTO history_users (user_id) VALUES (?) ON CONFLICT (user_id) DO NOTHING",
-            (user_id,),
-        )
+    def _next_generation(self, conn: Conn) -> int:
+        return int(conn.execute("SELECT memoro_next_generation() AS n").fetchone()["n"])
 
     def _insert_vectors(
         self, conn: Conn, chunk_id: int, user_id: str, model: str, windows: npt.NDArray[np.float32]

@@ -18,9 +18,10 @@ from memoro.store.sqlite.history import History
 from memoro.store.sqlite.jobs import Jobs
 from memoro.store.sqlite.source import snapshot
 from memoro.store.uploads import SqlUploads
+from memoro.store.users import SqlUsers
 
 
-class SqliteStore(SqlBlocks, History, Jobs, SqlUploads, Health, Store):
+class SqliteStore(SqlBlocks, History, Jobs, SqlUploads, SqlUsers, Health, Store):
     """A Store on one SQLite file; safe to share between threads and with
     other processes on the same file. One writer at a time (BEGIN
     IMMEDIATE), so a write transaction needs no lock of its own."""

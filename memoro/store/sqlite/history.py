@@ -31,6 +31,10 @@ class History(IndexedSearch, SqlTurns):
 
     # -- indexing ------------------------------------------------------------
 
+    def _next_generation(self, conn: Conn) -> int:
+        # one writer at a time: the clock needs no lock of its own
+        return int(conn.execute("UPDATE generation_clock SET n = n + 1 RETURNING n").fetchone()[0])
+
     def _terms(self, found: ChunkTerms) -> bytes:
         return found.pack()
 
