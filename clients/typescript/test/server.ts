@@ -17,7 +17,7 @@ import { fileURLToPath } from "node:url";
 export const PACKAGE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const REPOSITORY = resolve(PACKAGE_DIR, "..", "..");
 /** The memoro to run: the checkout's .venv unless MEMORO_PYTHON names another. */
-const PYTHON = process.env.MEMORO_PYTHON ?? join(REPOSITORY, ".venv", "bin", "python");
+export const PYTHON = process.env.MEMORO_PYTHON ?? join(REPOSITORY, ".venv", "bin", "python");
 
 export interface Server {
   url: string;
