@@ -16,6 +16,7 @@
  *     ├── ConfigError         the server has a setting it cannot use
  *     ├── ModelError          the server's chat model failed
  *     └── StoreError          the database failed, or the server could not be reached
+ *         ├── DiskFull        the database's disk is full: nothing was stored
  *         └── MigrationError  the database schema is newer than the server
  *
  * A write the rules reject (too long, empty) is not an error: it is a
@@ -77,6 +78,9 @@ export declare class ModelError extends MemoroError {
     static readonly code: string;
 }
 export declare class StoreError extends MemoroError {
+    static readonly code: string;
+}
+export declare class DiskFull extends StoreError {
     static readonly code: string;
 }
 export declare class MigrationError extends StoreError {

@@ -16,6 +16,7 @@
  *     ├── ConfigError         the server has a setting it cannot use
  *     ├── ModelError          the server's chat model failed
  *     └── StoreError          the database failed, or the server could not be reached
+ *         ├── DiskFull        the database's disk is full: nothing was stored
  *         └── MigrationError  the database schema is newer than the server
  *
  * A write the rules reject (too long, empty) is not an error: it is a
@@ -81,6 +82,9 @@ export class ModelError extends MemoroError {
 export class StoreError extends MemoroError {
     static code = "store_error";
 }
+export class DiskFull extends StoreError {
+    static code = "disk_full";
+}
 export class MigrationError extends StoreError {
     static code = "migration_error";
 }
@@ -96,6 +100,7 @@ const BY_CODE = new Map([
     ConfigError,
     ModelError,
     StoreError,
+    DiskFull,
     MigrationError,
 ].map((cls) => [cls.code, cls]));
 const BY_STATUS = new Map([

@@ -16,6 +16,7 @@
  *     ├── ConfigError         the server has a setting it cannot use
  *     ├── ModelError          the server's chat model failed
  *     └── StoreError          the database failed, or the server could not be reached
+ *         ├── DiskFull        the database's disk is full: nothing was stored
  *         └── MigrationError  the database schema is newer than the server
  *
  * A write the rules reject (too long, empty) is not an error: it is a
@@ -101,6 +102,10 @@ export class StoreError extends MemoroError {
   static override readonly code: string = "store_error";
 }
 
+export class DiskFull extends StoreError {
+  static override readonly code: string = "disk_full";
+}
+
 export class MigrationError extends StoreError {
   static override readonly code: string = "migration_error";
 }
@@ -120,6 +125,7 @@ const BY_CODE = new Map<string, ErrorClass>(
     ConfigError,
     ModelError,
     StoreError,
+    DiskFull,
     MigrationError,
   ].map((cls) => [cls.code, cls]),
 );

@@ -8,6 +8,7 @@ export { MemoroClient, type ImportFormat, type SearchMode } from "./client.js";
 export {
   BlockChanged,
   ConfigError,
+  DiskFull,
   errorFrom,
   Forbidden,
   InvalidInput,

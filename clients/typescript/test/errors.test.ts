@@ -10,6 +10,7 @@ import { test } from "node:test";
 import {
   BlockChanged,
   ConfigError,
+  DiskFull,
   errorFrom,
   Forbidden,
   InvalidInput,
@@ -138,6 +139,7 @@ test("the envelope's code chooses the error, else the status does", () => {
     [500, { error: { code: "config_error", message: "m" } }, ConfigError],
     [502, { error: { code: "model_error", message: "m" } }, ModelError],
     [503, { error: { code: "store_error", message: "m" } }, StoreError],
+    [503, { error: { code: "disk_full", message: "m" } }, DiskFull],
     [503, { error: { code: "migration_error", message: "m" } }, MigrationError],
     [405, { error: { code: "http_error", message: "m" } }, InvalidInput],
     [415, { error: { code: "unsupported_media_type", message: "m" } }, InvalidInput],
