@@ -5,7 +5,9 @@
  */
 
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import { test } from "node:test";
+import { promisify } from "node:util";
 
 import {
   BlockChanged,
@@ -27,7 +29,7 @@ import {
   UnknownTool,
 } from "memoro";
 
-import { newUser, testServer } from "./server.js";
+import { newUser, PYTHON, testServer } from "./server.js";
 
 /** The error `promise` is rejected with, which must be a `cls`. */
 async function refused<T extends MemoroError>(
@@ -203,4 +205,27 @@ test("one client serves many users, each only ever with its own memory", async (
     ),
   );
   assert.deepEqual(new Set(signed), new Set(users));
+});
+
+test("every error memoro's Python package defines has its class here", async () => {
+  const { stdout } = await promisify(execFile)(PYTHON, [
+    "-c",
+    "import json, memoro.errors as e\n" +
+      "def tree(c): return [c, *(d for s in c.__subclasses__() for d in tree(s))]\n" +
+      "print(json.dumps(sorted({(c.__name__, c.code) for c in tree(e.MemoroError)})))",
+  ]);
+  const classes = new Map<string, typeof MemoroError>(
+    Object.values(await import("memoro"))
+      .filter(
+        (value): value is typeof MemoroError =>
+          value === MemoroError || value?.prototype instanceof MemoroError,
+      )
+      .map((cls) => [cls.name, cls]),
+  );
+  for (const [name, code] of JSON.parse(stdout) as [string, string][]) {
+    assert.equal(classes.get(name)?.code, code, `${name} (${code})`);
+    if (name === "MemoroError") continue; // the base class: no answer carries its code
+    const made = errorFrom(500, { error: { code, message: "m" } });
+    assert.equal(made.constructor.name, name);
+  }
 });
