@@ -31,3 +31,7 @@ echo "== pytest"
 if [ $# -eq 0 ]; then
     bash scripts/test_integrations.sh
 fi
+# the TypeScript client, against a memoro serve from .venv
+if [ $# -eq 0 ]; then
+    bash scripts/test_typescript.sh
+fi

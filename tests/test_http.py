@@ -12,6 +12,7 @@ import pytest
 
 from memoro.auth import Sessions, Signer
 from memoro.service import Memoro
+from memoro.tools import anthropic_tools, openai_tools
 from memoro.web.security import AuthConfig
 from tests.web_server import SECRET, running
 
@@ -283,6 +284,9 @@ def test_the_prompt_and_tool_calls_over_http(token_server: str) -> None:
         assert prompt["anthropic"][0]["cache_control"] == {"type": "ephemeral"}
         names = [t["function"]["name"] for t in http.get("/v1/tools").json()]
         assert "conversation_search" in names
+        # the definitions as typed in the document are the tools' own, unchanged
+        assert http.get("/v1/tools").json() == openai_tools()
+        assert http.get("/v1/tools", params={"format": "anthropic"}).json() == anthropic_tools()
 
 
 def sign_in(browser: httpx.Client, token: str) -> httpx.Response:

@@ -108,3 +108,44 @@ def test_every_operation_is_described_with_schemas_and_examples() -> None:
                 content = operation["responses"][ok]["content"]
                 assert any(c.get("schema") for c in content.values()) or path == "/v1/export", where
     assert SPEC["components"]["securitySchemes"]["token"]["bearerFormat"] == "JWT"
+
+
+def _open_objects(schema: Any, where: str, seen: set[str]) -> list[str]:
+    """Places in ``schema`` where an answer is an object of unstated shape."""
+    if isinstance(schema, list):
+        return [f for i, s in enumerate(schema) for f in _open_objects(s, f"{where}[{i}]", seen)]
+    if not isinstance(schema, dict):
+        return []
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        if name in seen:
+            return []
+        seen.add(name)
+        return _open_objects(_schema(name), name, seen)
+    found = []
+    free = schema.get("type") == "object" and "properties" not in schema
+    if free and not isinstance(schema.get("additionalProperties"), dict):
+        found.append(where)
+    for key, value in schema.items():
+        if key == "properties":
+            found += [f for n, s in value.items() for f in _open_objects(s, f"{where}.{n}", seen)]
+        elif key in ("items", "anyOf", "oneOf", "allOf", "additionalProperties"):
+            found += _open_objects(value, f"{where}.{key}", seen)
+    return found
+
+
+def test_every_json_answer_has_a_stated_shape() -> None:
+    """A typed client (the TypeScript one's types are generated from this
+    document) gets a type for every field it reads; only the tools' argument
+    schemas, which are JSON Schemas themselves, are free-form objects."""
+    open_objects = []
+    for path, operations in SPEC["paths"].items():
+        if not path.startswith("/v1/") or path == "/v1/export":
+            continue
+        for method, operation in operations.items():
+            for answer in operation["responses"].values():
+                for content in answer.get("content", {}).values():
+                    seen: set[str] = set()
+                    found = _open_objects(content.get("schema"), f"{method} {path}", seen)
+                    open_objects += found
+    assert sorted(set(open_objects)) == ["AnthropicToolOut.input_schema", "FunctionOut.parameters"]

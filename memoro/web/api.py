@@ -127,12 +127,34 @@ class AuditOut(BaseModel):
     added_count: int
 
 
+class SystemMessageOut(BaseModel):
+    role: Literal["system"]
+    content: str
+
+
+class CacheControlOut(BaseModel):
+    type: Literal["ephemeral"]
+
+
+class SystemBlockOut(BaseModel):
+    type: Literal["text"]
+    text: str
+    cache_control: CacheControlOut | None = Field(
+        default=None,
+        description="On the stable part only: the cache breakpoint, before the block.",
+    )
+
+
 class PromptOut(BaseModel):
     text: str = Field(description="The whole system prompt for this turn.")
     stable: str = Field(description="The part that does not change between turns.")
     memory: str = Field(description="The personal block with its header.")
-    openai: list[dict[str, Any]]
-    anthropic: list[dict[str, Any]]
+    openai: list[SystemMessageOut] = Field(
+        description="The system message for OpenAI-compatible chat APIs."
+    )
+    anthropic: list[SystemBlockOut] = Field(
+        description="The `system` blocks for the Anthropic Messages API."
+    )
 
 
 class TurnIn(BaseModel):
@@ -216,6 +238,23 @@ class SearchOut(BaseModel):
         description="Why the search used keywords alone, when it did (e.g. the embedding"
         " model was unreachable)."
     )
+
+
+class FunctionOut(BaseModel):
+    name: str
+    description: str
+    parameters: dict[str, Any] = Field(description="The JSON Schema of the arguments.")
+
+
+class OpenAIToolOut(BaseModel):
+    type: Literal["function"]
+    function: FunctionOut
+
+
+class AnthropicToolOut(BaseModel):
+    name: str
+    description: str
+    input_schema: dict[str, Any] = Field(description="The JSON Schema of the arguments.")
 
 
 class ToolCallIn(BaseModel):
@@ -412,8 +451,13 @@ def search(
     return {"hits": [hit.to_json() for hit in hits], "warnings": list(hits.warnings)}
 
 
-@router.get("/tools", summary="Tool definitions for the model", openapi_extra={"security": []})
-def tools(format: Literal["openai", "anthropic"] = "openai") -> list[dict[str, Any]]:
+@router.get(
+    "/tools",
+    response_model=list[OpenAIToolOut] | list[AnthropicToolOut],
+    summary="Tool definitions for the model",
+    openapi_extra={"security": []},
+)
+def tools(format: Literal["openai", "anthropic"] = "openai") -> Any:
     return openai_tools() if format == "openai" else anthropic_tools()
 
 

@@ -32,6 +32,21 @@ MAX_BOUNDARY = 70
 router = APIRouter(prefix="/v1", responses=errors(400, 401, 403, 413, 415, 422))
 
 
+class ImportReportOut(BaseModel):
+    format: str = Field(description="The format that was read.")
+    conversations: int
+    turns: int
+    imported: int = Field(description="Turns stored by this import.")
+    already_there: int = Field(description="Turns an earlier import had stored.")
+    skipped: dict[str, int] = Field(description="Messages left out on purpose, by reason.")
+    unknown_types: dict[str, int] = Field(description="Content of unknown types, by type.")
+    failed: int = Field(description="Turns or conversations that could not be imported.")
+    problems: list[str] = Field(description="The first few failures, each with where and why.")
+    block: str = Field(
+        description="'restored', or why the export's block was not, or '' (none in it)."
+    )
+
+
 class ImportOut(BaseModel):
     id: str
     file_name: str
@@ -39,10 +54,7 @@ class ImportOut(BaseModel):
     size: int = Field(description="Bytes of the uploaded file.")
     status: Literal["uploading", "queued", "running", "done", "failed"]
     read_bytes: int = Field(description="How far the import has read the file.")
-    report: dict[str, Any] | None = Field(
-        description="When done: format, conversations, turns, imported, already_there,"
-        " skipped (by reason), unknown_types, failed, problems, block."
-    )
+    report: ImportReportOut | None = Field(description="What the import did, when done.")
     error: str | None = Field(description="When failed: why (the file is not an export…).")
     created_at: datetime
     finished_at: datetime | None

@@ -1,0 +1,105 @@
+/**
+ * memoroMiddleware for the Vercel AI SDK's `wrapLanguageModel`: on every
+ * model call the system prompt ends with memoro's, rebuilt from storage (so
+ * a write made by a tool in the previous step is seen in the next), and
+ * when the model gives its final answer — a response with no tool call to
+ * run — the turn is recorded for search.
+ */
+import { confirmedUser } from "./tools.js";
+export function memoroMiddleware(options) {
+    const { client, userId, onRecordError } = options;
+    confirmedUser(userId, "memoroMiddleware");
+    const conversationId = options.conversationId ?? crypto.randomUUID();
+    async function record(params, answer) {
+        const turn = { conversationId, question: question(params.prompt), answer };
+        if (!turn.question.trim() && !turn.answer.trim())
+            return;
+        try {
+            await client.recordTurn(userId, conversationId, turn);
+        }
+        catch (error) {
+            if (onRecordError === undefined)
+                throw error;
+            await onRecordError(error, turn);
+        }
+    }
+    return {
+        specificationVersion: "v3",
+        async transformParams({ params, model }) {
+            const system = await client.systemPrompt(userId);
+            const prompt = params.prompt;
+            const first = prompt.findIndex((message) => message.role !== "system");
+            const end = first === -1 ? prompt.length : first;
+            // after the host's own system messages: stable parts first, the block last
+            const extended = [
+                ...prompt.slice(0, end),
+                ...systemMessages(system, model),
+                ...prompt.slice(end),
+            ];
+            return { ...params, prompt: extended };
+        },
+        async wrapGenerate({ doGenerate, params }) {
+            const result = await doGenerate();
+            if (!result.content.some(callsATool)) {
+                await record(params, result.content.map(text).join(""));
+            }
+            return result;
+        },
+        async wrapStream({ doStream, params }) {
+            const result = await doStream();
+            let answer = "";
+            let unfinished = false;
+            const recorder = new TransformStream({
+                transform(part, controller) {
+                    if (part.type === "text-delta" && typeof part.delta === "string")
+                        answer += part.delta;
+                    if (callsATool(part) || part.type === "error")
+                        unfinished = true;
+                    controller.enqueue(part);
+                },
+                async flush() {
+                    if (!unfinished)
+                        await record(params, answer);
+                },
+            });
+            return { ...result, stream: result.stream.pipeThrough(recorder) };
+        },
+    };
+}
+/**
+ * memoro's system prompt as messages: one, or for Anthropic's models two,
+ * with the cache breakpoint after the stable part and before the block.
+ */
+function systemMessages(system, model) {
+    if (!model.provider.includes("anthropic"))
+        return [{ role: "system", content: system.text }];
+    return [
+        {
+            role: "system",
+            content: system.stable,
+            providerOptions: { anthropic: { cacheControl: { type: "ephemeral" } } },
+        },
+        { role: "system", content: system.memory },
+    ];
+}
+/** A tool call the host's loop will run: the model has not answered yet. */
+function callsATool(part) {
+    return part.type === "tool-call" && part.providerExecuted !== true;
+}
+function text(part) {
+    return part.type === "text" && typeof part.text === "string" ? part.text : "";
+}
+/** The text of the user's last message: the question of this turn. */
+function question(prompt) {
+    const last = prompt.findLast((message) => message.role === "user");
+    if (last === undefined)
+        return "";
+    if (typeof last.content === "string")
+        return last.content;
+    if (!Array.isArray(last.content))
+        return "";
+    return last.content
+        .map((part) => part.type === "text" && typeof part.text === "string" ? part.text : "")
+        .filter(Boolean)
+        .join("\n");
+}

@@ -1,0 +1,93 @@
+/**
+ * memoro's errors, one small tree that mirrors the Python package's
+ * (memoro/errors.py), made from the server's error envelope
+ * `{"error": {"code", "message"}}` the way memoro's Python client makes them:
+ *
+ *     MemoroError
+ *     ├── InvalidInput        the server (or this client) refused what was sent
+ *     │   ├── InvalidUser     a user id the server cannot take
+ *     │   ├── UnknownTool     a tool name memoro does not define
+ *     │   ├── TooLarge        an upload over the size the server accepts
+ *     │   └── NotFound        no such import (404)
+ *     ├── BlockChanged        an expected ETag no longer holds (412)
+ *     ├── Unauthorized        no valid token for the user (401)
+ *     │   └── Forbidden       the token is someone else's, or another site (403)
+ *     ├── KeysUnavailable     the identity provider's keys could not be fetched
+ *     ├── ConfigError         the server has a setting it cannot use
+ *     ├── ModelError          the server's chat model failed
+ *     └── StoreError          the database failed, or the server could not be reached
+ *         ├── DiskFull        the database's disk is full: nothing was stored
+ *         └── MigrationError  the database schema is newer than the server
+ *
+ * A write the rules reject (too long, empty) is not an error: it is a
+ * WriteResult whose outcome says why.
+ */
+/** Base class of every error memoro sends, and of this client's own refusals. */
+export declare class MemoroError extends Error {
+    static readonly code: string;
+    /** The server's machine-readable code (the class's own for this client's refusals). */
+    readonly code: string;
+    /** The HTTP status the server answered with; undefined when nothing was answered. */
+    readonly status: number | undefined;
+    constructor(message: string, options?: {
+        code?: string;
+        status?: number;
+        cause?: unknown;
+    });
+}
+export declare class InvalidInput extends MemoroError {
+    static readonly code: string;
+}
+export declare class InvalidUser extends InvalidInput {
+    static readonly code: string;
+}
+export declare class UnknownTool extends InvalidInput {
+    static readonly code: string;
+}
+export declare class TooLarge extends InvalidInput {
+    static readonly code: string;
+}
+export declare class NotFound extends InvalidInput {
+    static readonly code: string;
+}
+/** The block is no longer what the caller started from. */
+export declare class BlockChanged extends MemoroError {
+    static readonly code: string;
+    /** The block as it is now (null when there is none), to show or build on. */
+    readonly current: string | null;
+    /** The ETag of the current block, to send when writing on top of it. */
+    readonly etag: string | undefined;
+    constructor(message: string, current: string | null, options?: {
+        etag?: string;
+        status?: number;
+    });
+}
+export declare class Unauthorized extends MemoroError {
+    static readonly code: string;
+}
+export declare class Forbidden extends Unauthorized {
+    static readonly code: string;
+}
+export declare class KeysUnavailable extends MemoroError {
+    static readonly code: string;
+}
+export declare class ConfigError extends MemoroError {
+    static readonly code: string;
+}
+export declare class ModelError extends MemoroError {
+    static readonly code: string;
+}
+export declare class StoreError extends MemoroError {
+    static readonly code: string;
+}
+export declare class DiskFull extends StoreError {
+    static readonly code: string;
+}
+export declare class MigrationError extends StoreError {
+    static readonly code: string;
+}
+/**
+ * The error for an error answer: by the envelope's code, else by the
+ * status; any other 4xx is InvalidInput and anything else a StoreError.
+ */
+export declare function errorFrom(status: number, body: unknown): MemoroError;

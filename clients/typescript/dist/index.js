@@ -1,0 +1,7 @@
+/**
+ * memoro for TypeScript: MemoroClient, a typed client of a `memoro serve`,
+ * and memoro's errors and results. The Vercel AI SDK tools and middleware
+ * are in "memoro/ai-sdk".
+ */
+export { MemoroClient } from "./client.js";
+export { BlockChanged, ConfigError, DiskFull, errorFrom, Forbidden, InvalidInput, InvalidUser, KeysUnavailable, MemoroError, MigrationError, ModelError, NotFound, StoreError, TooLarge, Unauthorized, UnknownTool, } from "./errors.js";
