@@ -7,7 +7,8 @@ characters like a model with a short input would, can be slowed down, and can
 be told to fail on a marker, to exercise the job queue.
 
 ``ScriptedLLM`` is a chat model scripted turn by turn (text, tool calls),
-served over real HTTP in the OpenAI-compatible and Anthropic wire formats.
+served over real HTTP in the OpenAI-compatible (Chat Completions and
+Responses) and Anthropic wire formats.
 """
 
 from __future__ import annotations
@@ -94,8 +95,9 @@ def call(name: str, arguments: dict[str, Any] | None = None, text: str = "") -> 
 
 class ScriptedLLM:
     """A fake chat model served over real HTTP in the OpenAI-compatible
-    (``POST /v1/chat/completions``) and Anthropic (``POST /v1/messages``)
-    wire formats, streaming or not. Each request takes the next scripted
+    (``POST /v1/chat/completions``, and the Responses API's
+    ``POST /v1/responses``) and Anthropic (``POST /v1/messages``) wire
+    formats, streaming or not. Each request takes the next scripted
     step; ``requests`` keeps every request body and ``headers`` every
     request's headers, for assertions.
 
@@ -146,22 +148,34 @@ class ScriptedLLM:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 step = llm._next(body, {k.lower(): v for k, v in self.headers.items()})
-                anthropic = self.path.rstrip("/").endswith("/messages")
-                events = _anthropic_events(step, body) if anthropic else _openai_events(step, body)
+                path = self.path.rstrip("/")
+                anthropic = path.endswith("/messages")
+                responses = path.endswith("/responses")
+                if responses:
+                    events = _responses_events(step, body)
+                    first_text = next(
+                        (i for i, (name, _) in enumerate(events) if name.endswith("text.delta")), -1
+                    )
+                else:
+                    events = (_anthropic_events if anthropic else _openai_events)(step, body)
+                    first_text = 2 if anthropic else 1
                 if body.get("stream"):
                     self.send_response(200)
                     self.send_header("Content-Type", "text/event-stream")
                     self.end_headers()
                     for i, (name, data) in enumerate(events):
-                        prefix = f"event: {name}\n" if anthropic else ""
+                        prefix = f"event: {name}\n" if name else ""
                         self.wfile.write(f"{prefix}data: {data}\n\n".encode())
                         self.wfile.flush()
-                        if step.hold is not None and i == (2 if anthropic else 1):
+                        if step.hold is not None and i == first_text:
                             step.hold.wait(30)  # the first piece of text is out
-                    if not anthropic:
+                    if not anthropic and not responses:
                         self.wfile.write(b"data: [DONE]\n\n")
                     return
-                whole = _anthropic_message(step, body) if anthropic else _openai_message(step, body)
+                if responses:
+                    whole = _responses_message(step, body)
+                else:
+                    whole = (_anthropic_message if anthropic else _openai_message)(step, body)
                 payload = json.dumps(whole).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -291,6 +305,144 @@ def _anthropic_events(step: Step, body: dict[str, Any]) -> list[tuple[str, str]]
     )
     events.append(("message_stop", json.dumps({"type": "message_stop"})))
     return events
+
+
+def _responses_output(step: Step) -> list[dict[str, Any]]:
+    """The output items of a Responses API reply: the text as one message,
+    then one function call per tool call."""
+    output: list[dict[str, Any]] = []
+    if step.text:
+        text = {"type": "output_text", "text": step.text, "annotations": [], "logprobs": []}
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_{uuid.uuid4().hex[:12]}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [text],
+            }
+        )
+    for i, (name, arguments) in enumerate(step.tool_calls):
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{uuid.uuid4().hex[:12]}_{i}",
+                "call_id": _tool_id(i),
+                "name": name,
+                "arguments": json.dumps(arguments),
+                "status": "completed",
+            }
+        )
+    return output
+
+
+def _responses_message(
+    step: Step, body: dict[str, Any], output: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    usage = {
+        "input_tokens": 0,
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": 0,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 0,
+    }
+    return {
+        "id": "resp_fake",
+        "object": "response",
+        "created_at": 0,
+        "status": "completed",
+        "model": body.get("model", "fake"),
+        "instructions": body.get("instructions"),
+        "output": _responses_output(step) if output is None else output,
+        "parallel_tool_calls": True,
+        "tool_choice": body.get("tool_choice", "auto"),
+        "tools": body.get("tools", []),
+        "error": None,
+        "incomplete_details": None,
+        "metadata": {},
+        "usage": usage,
+    }
+
+
+def _responses_events(step: Step, body: dict[str, Any]) -> list[tuple[str, str]]:
+    """A Responses API stream: created, each output item added, its text or
+    arguments in pieces, done, and the whole response completed."""
+    events: list[dict[str, Any]] = []
+    start = {**_responses_message(step, body, []), "status": "in_progress", "usage": None}
+    events += [
+        {"type": "response.created", "response": start},
+        {"type": "response.in_progress", "response": start},
+    ]
+    output = _responses_output(step)
+    for index, item in enumerate(output):
+        at = {"item_id": item["id"], "output_index": index}
+        if item["type"] == "message":
+            part = {**item["content"][0], "text": ""}
+            events.append(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": {**item, "status": "in_progress", "content": []},
+                }
+            )
+            events.append(
+                {"type": "response.content_part.added", **at, "content_index": 0, "part": part}
+            )
+            for piece in _pieces(step.text):
+                events.append(
+                    {
+                        "type": "response.output_text.delta",
+                        **at,
+                        "content_index": 0,
+                        "delta": piece,
+                        "logprobs": [],
+                    }
+                )
+            events.append(
+                {
+                    "type": "response.output_text.done",
+                    **at,
+                    "content_index": 0,
+                    "text": step.text,
+                    "logprobs": [],
+                }
+            )
+            events.append(
+                {
+                    "type": "response.content_part.done",
+                    **at,
+                    "content_index": 0,
+                    "part": item["content"][0],
+                }
+            )
+        else:
+            events.append(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": {**item, "status": "in_progress", "arguments": ""},
+                }
+            )
+            for piece in _pieces(item["arguments"]):
+                events.append(
+                    {"type": "response.function_call_arguments.delta", **at, "delta": piece}
+                )
+            events.append(
+                {
+                    "type": "response.function_call_arguments.done",
+                    **at,
+                    "name": item["name"],
+                    "arguments": item["arguments"],
+                }
+            )
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    events.append(
+        {"type": "response.completed", "response": _responses_message(step, body, output)}
+    )
+    return [
+        (event["type"], json.dumps({**event, "sequence_number": n}))
+        for n, event in enumerate(events)
+    ]
 
 
 def _pieces(text: str, size: int = 12) -> list[str]:

@@ -2,15 +2,15 @@
 # The framework adapters' tests, each group of frameworks in its own
 # environment (.venv-integrations/<group>), installed once and again only when
 # pyproject.toml changes. `scripts/test.sh` runs it; run it alone with group
-# names to test only those: `scripts/test_integrations.sh langgraph`.
+# names (or extras) to test only those: `scripts/test_integrations.sh langgraph`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # group: the extras it installs | the framework modules that must import | its test files
+# (frameworks that install together at their current versions share a group:
+# one environment to build instead of several)
 GROUPS_TABLE='
-openai-agents: openai-agents | agents | tests/integrations/test_openai_agents.py
-langgraph: langgraph | langgraph | tests/integrations/test_langgraph.py
-pydantic-ai: pydantic-ai | pydantic_ai | tests/integrations/test_pydantic_ai.py
+agents-langgraph-pydantic-ai: openai-agents langgraph pydantic-ai | agents langgraph pydantic_ai | tests/integrations/test_openai_agents.py tests/integrations/test_langgraph.py tests/integrations/test_pydantic_ai.py
 google-adk: google-adk | google.adk | tests/integrations/test_google_adk.py
 crewai: crewai | crewai | tests/integrations/test_crewai.py
 llamaindex: llamaindex | llama_index.core | tests/integrations/test_llamaindex.py
@@ -25,8 +25,12 @@ while IFS= read -r line; do
     extras=$(echo "${rest%%|*}" | xargs | tr ' ' ',')
     modules=$(echo "$rest" | cut -d'|' -f2 | xargs | tr ' ' ',')
     files=$(echo "$rest" | cut -d'|' -f3)
-    if [ ${#wanted[@]} -gt 0 ] && [[ ! " ${wanted[*]} " == *" $group "* ]]; then
-        continue
+    if [ ${#wanted[@]} -gt 0 ]; then  # a group is wanted by its name or an extra's
+        match=no
+        for name in $group ${extras//,/ }; do
+            [[ " ${wanted[*]} " == *" $name "* ]] && match=yes
+        done
+        [ $match = yes ] || continue
     fi
     present=()
     for f in $files; do [ -f "$f" ] && present+=("$f"); done

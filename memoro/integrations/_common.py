@@ -62,6 +62,21 @@ def confirmed(user_id: object) -> str | None:
     return user_id if isinstance(user_id, str) and user_id else None
 
 
+def carried(holder: object, name: str) -> object:
+    """What a framework's run context, deps or config carries under
+    ``name``: a dataclass or object attribute, or a mapping's key; else
+    ``None``."""
+    if isinstance(holder, Mapping):
+        return holder.get(name)
+    return getattr(holder, name, None)
+
+
+def user_in(holder: object) -> str | None:
+    """The confirmed user a run carries: the holder itself when it is the
+    user id, else its ``user_id`` (attribute or key); else ``None``."""
+    return confirmed(holder if isinstance(holder, str) else carried(holder, "user_id"))
+
+
 def instructions(memory: Memory, user_id: str | None, own: str = "") -> str:
     """The system prompt for this model call: memoro's base prompt, the
     agent's own instructions, and the user's block last, read from storage

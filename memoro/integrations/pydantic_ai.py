@@ -1,0 +1,107 @@
+"""memoro in pydantic-ai (``pip install 'memoro[pydantic-ai]'``).
+
+``MemoroCapability`` is one capability: memoro's prompt as a dynamic
+instruction (the block last, read from storage for every model request),
+memoro's tools as a toolset, and the finished run recorded as a turn. The
+user comes from the run's deps (``agent.run(..., deps=...)``: the user id
+itself, or deps with a ``user_id``); the conversation is the run's
+``conversation_id``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memoro.integrations._common import (
+    Memory,
+    in_thread,
+    instructions,
+    record,
+    require,
+    run_tool,
+    tool_specs,
+    user_in,
+)
+
+capabilities: Any = require("pydantic_ai.capabilities", "pydantic-ai")
+pydantic_ai: Any = require("pydantic_ai", "pydantic-ai")
+
+__all__ = ["MemoroCapability", "memoro_toolset"]
+
+
+def memoro_toolset(memory: Memory) -> Any:
+    """memoro's tools as a ``FunctionToolset`` with memoro's names,
+    descriptions and JSON Schemas, each run for the user in the run's deps.
+    The arguments reach memoro as the model sent them, and memoro answers a
+    bad one in words the model can act on."""
+    return pydantic_ai.FunctionToolset(
+        [
+            pydantic_ai.Tool.from_schema(
+                _runner(memory, spec.name),
+                spec.name,
+                spec.description,
+                spec.parameters,
+                takes_ctx=True,
+            )
+            for spec in tool_specs()
+        ]
+    )
+
+
+def _runner(memory: Memory, name: str) -> Any:
+    async def run(context: Any, **arguments: Any) -> str:
+        text: str = await in_thread(run_tool, memory, user_in(context.deps), name, arguments)
+        return text
+
+    return run
+
+
+class MemoroCapability(capabilities.AbstractCapability):  # type: ignore[misc]
+    """``Agent(..., capabilities=[MemoroCapability(memory)])``. The agent's
+    own instructions come first, memoro's prompt after them with the block
+    at its end; list it after other capabilities that add instructions, so
+    the block stays last."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+        self._toolset = memoro_toolset(memory)
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        return None  # holds a live service: not for agent specs
+
+    def get_instructions(self) -> Any:
+        async def memoro_prompt(context: Any) -> str:
+            text: str = await in_thread(instructions, self.memory, user_in(context.deps))
+            return text
+
+        return memoro_prompt
+
+    def get_toolset(self) -> Any:
+        return self._toolset
+
+    async def after_run(self, ctx: Any, *, result: Any) -> Any:
+        await in_thread(
+            record,
+            self.memory,
+            user_in(ctx.deps),
+            ctx.conversation_id or ctx.run_id,
+            _text(ctx.prompt),
+            _text(result.output),
+        )
+        return result
+
+
+def _text(content: Any) -> str:
+    """A prompt's or an output's text: a string as it is, the strings of a
+    multi-part prompt, anything else (structured output) as JSON."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list | tuple):
+        return "\n".join(part for part in content if isinstance(part, str))
+    if hasattr(content, "model_dump_json"):
+        return str(content.model_dump_json())
+    return json.dumps(content, default=str, ensure_ascii=False)

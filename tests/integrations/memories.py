@@ -1,0 +1,106 @@
+"""What the adapter tests of the OpenAI Agents SDK, LangGraph and
+pydantic-ai share: memoro embedded or behind a real server (the remote
+client over loopback HTTP), the system prompt a scripted model was sent,
+and a docs page's first example run as it is written."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memoro.auth import Signer
+from memoro.client import MemoroClient
+from memoro.prompt import memory_section
+from memoro.service import Memoro
+from memoro.testing import ScriptedLLM
+from memoro.web.security import AuthConfig
+from tests.web_server import SECRET, running
+
+DOCS = Path(__file__).parents[2] / "docs" / "integrations"
+KINDS = ["embedded", "remote"]
+
+
+@dataclass
+class Memories:
+    memory: Any
+    """What the adapter is given: the embedded Memoro or a MemoroClient."""
+    service: Memoro
+    """The service behind it, to read what was stored and run indexing."""
+
+
+def serve(kind: str, service: Memoro) -> Iterator[Memories]:
+    """``service`` as it is, or behind a real server on loopback reached by
+    the remote client, which signs a token for each user it acts for."""
+    if kind == "embedded":
+        yield Memories(service, service)
+        return
+    with (
+        running(service, AuthConfig.build("token", SECRET, "local")) as url,
+        MemoroClient(url, Signer(SECRET).issue) as client,
+    ):
+        yield Memories(client, service)
+
+
+def system_text(body: dict[str, Any]) -> str:
+    """The system prompt of one model request: the Responses API's
+    ``instructions``, or the system messages of a Chat Completions request."""
+    if "input" in body:
+        return str(body.get("instructions") or "")
+    return "\n\n".join(
+        str(m["content"]) for m in body["messages"] if m["role"] in ("system", "developer")
+    )
+
+
+def ends_with_block(body: dict[str, Any], block: str | None) -> bool:
+    """The request's system prompt ends with this block under its header."""
+    return system_text(body).endswith(memory_section(block))
+
+
+def tool_outputs(body: dict[str, Any]) -> list[str]:
+    """The tool results a request hands back to the model, in order."""
+    if "input" in body:
+        items = body["input"] if isinstance(body["input"], list) else []
+        return [str(i["output"]) for i in items if i.get("type") == "function_call_output"]
+    return [str(m["content"]) for m in body["messages"] if m["role"] == "tool"]
+
+
+def offered(body: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """The tools a request offers: name → (description, JSON Schema)."""
+    found = {}
+    for tool in body.get("tools", []):
+        spec = tool.get("function", tool)
+        found[spec["name"]] = (spec.get("description"), spec["parameters"])
+    return found
+
+
+def run_first_example(
+    page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, llm: ScriptedLLM
+) -> Memoro:
+    """Execute the first Python block of ``docs/integrations/<page>`` as it
+    is written, with MEMORO_HOME in ``tmp_path`` and the OpenAI-compatible
+    client pointed at ``llm``; return the memory it opened."""
+    text = (DOCS / page).read_text("utf-8")
+    code = re.search(r"```python\n(.*?)```", text, re.S)
+    assert code, f"{page} has no python example"
+    monkeypatch.setenv("MEMORO_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.openai_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    namespace: dict[str, Any] = {"__name__": "__example__"}
+    exec(compile(code[1], page, "exec"), namespace)
+    memory = namespace["memory"]
+    assert isinstance(memory, Memoro)
+    return memory
+
+
+def indexed(memory: Memoro, deadline: float = 60.0) -> None:
+    """Wait until the background worker has indexed every recorded turn."""
+    end = time.monotonic() + deadline
+    while memory.pending_jobs():
+        assert time.monotonic() < end, "the turns were never indexed"
+        time.sleep(0.01)
