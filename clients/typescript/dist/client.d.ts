@@ -6,7 +6,7 @@
  */
 import type { paths } from "./generated/openapi.js";
 import { type ClientOptions } from "./http.js";
-import type { AuditEntry, Conversation, DeleteResult, ImportStatus, RecordedTurn, SearchHits, StoredBlock, SystemPrompt, ToolDefinition, ToolResult, Turn, Writer, WriteResult } from "./results.js";
+import type { AuditEntry, Conversation, DeleteResult, ImportStatus, RecordedTurn, SearchHits, StoredBlock, SystemPrompt, ToolDefinition, ToolResult, Turn, UserDeletion, Writer, WriteResult } from "./results.js";
 /** The formats `importFile` reads; "auto" tells them apart. */
 export type ImportFormat = NonNullable<paths["/v1/imports"]["post"]["requestBody"]>["content"]["multipart/form-data"]["format"];
 /** How conversation search ranks: both signals together (the default), or one. */
@@ -33,6 +33,12 @@ export declare class MemoroClient {
         writer: Writer;
         expectedEtag?: string;
     }): Promise<DeleteResult>;
+    /**
+     * Erase everything memoro holds for the user (DELETE /v1/me): the block and
+     * its audit, every conversation, imports and uploads. It cannot be undone;
+     * the user id can be used again at once.
+     */
+    deleteUser(userId: string): Promise<UserDeletion>;
     /** The user's audit log, newest first (at most 1,000 entries). */
     audit(userId: string, options?: {
         limit?: number;

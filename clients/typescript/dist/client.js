@@ -62,6 +62,19 @@ export class MemoroClient {
         });
         return read.deleteResult(data);
     }
+    /**
+     * Erase everything memoro holds for the user (DELETE /v1/me): the block and
+     * its audit, every conversation, imports and uploads. It cannot be undone;
+     * the user id can be used again at once.
+     */
+    async deleteUser(userId) {
+        const data = await this.#json({
+            method: "DELETE",
+            path: "/v1/me",
+            userId,
+        });
+        return read.userDeletion(data);
+    }
     /** The user's audit log, newest first (at most 1,000 entries). */
     async audit(userId, options = {}) {
         const limit = Math.min(options.limit ?? 100, 1000);

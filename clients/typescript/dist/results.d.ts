@@ -47,6 +47,14 @@ export interface DeleteResult {
     deleted: boolean;
     removedCount: number;
 }
+/** What erasing a user removed: nothing of theirs is left anywhere. */
+export interface UserDeletion {
+    block: boolean;
+    auditEntries: number;
+    conversations: number;
+    turns: number;
+    imports: number;
+}
 /** One recorded write or delete (line content is cut, and blanked by a delete). */
 export interface AuditEntry {
     id: number;
@@ -156,6 +164,7 @@ export interface ImportStatus {
 export declare function storedBlock(userId: string, data: Wire["BlockOut"]): StoredBlock | null;
 export declare function writeResult(data: Wire["WriteOut"]): WriteResult;
 export declare function deleteResult(data: Wire["DeleteOut"]): DeleteResult;
+export declare function userDeletion(data: Wire["UserDeletionOut"]): UserDeletion;
 export declare function auditEntry(userId: string, data: Wire["AuditOut"]): AuditEntry;
 export declare function systemPrompt(data: Wire["PromptOut"]): SystemPrompt;
 export declare function recordedTurn(data: Wire["TurnOut"]): RecordedTurn;

@@ -37,6 +37,15 @@ export function writeResult(data) {
 export function deleteResult(data) {
     return { deleted: data.deleted, removedCount: data.removed_count };
 }
+export function userDeletion(data) {
+    return {
+        block: data.block,
+        auditEntries: data.audit_entries,
+        conversations: data.conversations,
+        turns: data.turns,
+        imports: data.imports,
+    };
+}
 export function auditEntry(userId, data) {
     return {
         id: data.id,

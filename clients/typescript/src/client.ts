@@ -21,6 +21,7 @@ import type {
   ToolDefinition,
   ToolResult,
   Turn,
+  UserDeletion,
   Writer,
   WriteResult,
 } from "./results.js";
@@ -113,6 +114,20 @@ export class MemoroClient {
       headers: ifMatch(options.expectedEtag),
     });
     return read.deleteResult(data);
+  }
+
+  /**
+   * Erase everything memoro holds for the user (DELETE /v1/me): the block and
+   * its audit, every conversation, imports and uploads. It cannot be undone;
+   * the user id can be used again at once.
+   */
+  async deleteUser(userId: string): Promise<UserDeletion> {
+    const data = await this.#json<Json<"/v1/me", "delete">>({
+      method: "DELETE",
+      path: "/v1/me",
+      userId,
+    });
+    return read.userDeletion(data);
   }
 
   /** The user's audit log, newest first (at most 1,000 entries). */

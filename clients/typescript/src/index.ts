@@ -38,6 +38,7 @@ export type {
   ToolDefinition,
   ToolResult,
   Turn,
+  UserDeletion,
   Writer,
   WriteResult,
 } from "./results.js";

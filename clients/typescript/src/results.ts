@@ -54,6 +54,15 @@ export interface DeleteResult {
   removedCount: number;
 }
 
+/** What erasing a user removed: nothing of theirs is left anywhere. */
+export interface UserDeletion {
+  block: boolean;
+  auditEntries: number;
+  conversations: number;
+  turns: number;
+  imports: number;
+}
+
 /** One recorded write or delete (line content is cut, and blanked by a delete). */
 export interface AuditEntry {
   id: number;
@@ -205,6 +214,16 @@ export function writeResult(data: Wire["WriteOut"]): WriteResult {
 
 export function deleteResult(data: Wire["DeleteOut"]): DeleteResult {
   return { deleted: data.deleted, removedCount: data.removed_count };
+}
+
+export function userDeletion(data: Wire["UserDeletionOut"]): UserDeletion {
+  return {
+    block: data.block,
+    auditEntries: data.audit_entries,
+    conversations: data.conversations,
+    turns: data.turns,
+    imports: data.imports,
+  };
 }
 
 export function auditEntry(userId: string, data: Wire["AuditOut"]): AuditEntry {

@@ -65,6 +65,25 @@ test("the block: read, write, rewrite with its diff, unchanged, delete", async (
   });
 });
 
+test("deleteUser erases everything the user had, and the id works again", async () => {
+  const client = await clientFor();
+  const erin = newUser("erin");
+  await client.writeBlock(erin, "Preferred name: Erin", { writer: "user" });
+  await client.recordTurn(erin, "c1", { question: "hello", answer: "hi" });
+  assert.deepEqual(await client.deleteUser(erin), {
+    block: true,
+    auditEntries: 1,
+    conversations: 1,
+    turns: 1,
+    imports: 0,
+  });
+  assert.equal(await client.readBlock(erin), null);
+  assert.deepEqual(await client.listConversations(erin), []);
+  const again = await client.deleteUser(erin);
+  assert.equal(again.block, false);
+  assert.equal(again.conversations, 0);
+});
+
 test("a write the rules reject is a result that says why, and nothing changes", async () => {
   const client = await clientFor();
   const bob = newUser("bob");
