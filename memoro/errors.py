@@ -7,6 +7,7 @@ to CLI messages.
     │   ├── UnknownTool     a tool name memoro does not define
     │   └── TooLarge        an upload over the size memoro accepts
     ├── BlockChanged        a precondition (If-Match) no longer holds
+    ├── Busy                as many uploads of the user are arriving as memoro takes
     ├── Unauthorized        no valid user token or session
     ├── KeysUnavailable     the identity provider's signing keys could not be fetched
     ├── ConfigError         a setting has a value memoro cannot use
@@ -66,6 +67,13 @@ class BlockChanged(MemoroError):
     def __init__(self, message: str, current: str | None) -> None:
         super().__init__(message)
         self.current = current
+
+
+class Busy(MemoroError):
+    """The user already has as many uploads arriving as memoro takes at once
+    (MEMORO_IMPORT_UPLOADS; HTTP 429: try again when one has finished)."""
+
+    code = "busy"
 
 
 class Unauthorized(MemoroError):

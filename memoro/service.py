@@ -97,6 +97,7 @@ class Memoro(Transfers):
             worker = self.settings.worker == "thread"
         self._threaded = worker
         self._warned = False
+        self._arriving = {}
         if worker:
             self.warn_if_cannot_run_jobs()
             self.worker.start()

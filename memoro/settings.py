@@ -97,6 +97,21 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="MB",
     ),
     Setting(
+        name="import_uploads",
+        env="MEMORO_IMPORT_UPLOADS",
+        default="2",
+        help="How many uploads (`POST /v1/imports`) one user may have arriving at once on"
+        " each server process; one more is refused with 429.",
+        metavar="N",
+    ),
+    Setting(
+        name="upload_timeout",
+        env="MEMORO_UPLOAD_TIMEOUT",
+        default="60",
+        help="Seconds an upload may go without sending a byte before it is dropped (408).",
+        metavar="SECONDS",
+    ),
+    Setting(
         name="cache_mb",
         env="MEMORO_CACHE_MB",
         default="256",
@@ -236,6 +251,8 @@ class Settings:
     embedding_key: str = ""
     index_threads: int = 0
     import_max_mb: int = 1024
+    import_uploads: int = 2
+    upload_timeout: int = 60
     cache_mb: int = 256
     auth: str = "local"
     secret: str = ""
@@ -326,6 +343,8 @@ class Settings:
             home=home,
             index_threads=_whole(values.pop("index_threads"), "MEMORO_INDEX_THREADS", 0, 256),
             import_max_mb=_whole(values.pop("import_max_mb"), "MEMORO_IMPORT_MAX_MB", 1, 1 << 20),
+            import_uploads=_whole(values.pop("import_uploads"), "MEMORO_IMPORT_UPLOADS", 1, 1000),
+            upload_timeout=_whole(values.pop("upload_timeout"), "MEMORO_UPLOAD_TIMEOUT", 1, 86_400),
             cache_mb=_whole(values.pop("cache_mb"), "MEMORO_CACHE_MB", 1, 1 << 20),
             clock_skew=_whole(values.pop("clock_skew"), "MEMORO_CLOCK_SKEW", 0, 86_400),
             **values,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from memoro import block, imports
-from memoro.errors import InvalidInput, StoreError
+from memoro.errors import Busy, InvalidInput, StoreError
 from memoro.history.worker import Lease, Worker
 from memoro.imports import memoro_format
 from memoro.imports.model import ImportedConversation, ImportReport, Tally
@@ -25,6 +26,7 @@ from memoro.imports.upload import PART, Stored, Upload
 from memoro.inputs import clean_text
 from memoro.models import AuditEntry, ImportState, ImportStatus, Job, NewTurn, RecordedTurn
 from memoro.settings import Settings
+from memoro.tools import plural
 from memoro.turns import check_conversation, check_user, checked_turn, now
 
 if TYPE_CHECKING:
@@ -36,6 +38,7 @@ AUDIT_EXPORT_LIMIT = 1_000_000
 """Every audit entry a user has (the audit is a few entries per write)."""
 log = logging.getLogger("memoro.worker")
 
+_ARRIVING_LOCK = threading.Lock()
 IMPORT_ID = re.compile(r"[0-9a-f]{32}")
 """What an upload's id looks like (a random UUID's hex)."""
 PROGRESS_SECONDS = 2.0
@@ -49,6 +52,8 @@ class Transfers:
     settings: Settings
     worker: Worker
     _threaded: bool
+    _arriving: dict[str, int]
+    """Uploads arriving in this process, by user."""
 
     def import_turns(
         self,
@@ -214,7 +219,34 @@ class Transfers:
         user_id = check_user(user_id)
         printable = "".join(c if c.isprintable() else " " for c in clean_text(file_name or ""))
         name = " ".join(printable.split())[:255] or "upload"
-        return Upload(self.store, user_id, name, self.settings.import_max_mb * 2**20)
+        most = self.settings.import_uploads
+        with _ARRIVING_LOCK:
+            arriving = self._arriving.setdefault(user_id, 0)
+            if arriving >= most:
+                raise Busy(
+                    f"{plural(most, 'upload')} of yours {'is' if most == 1 else 'are'} arriving"
+                    " already, the most memoro takes at once: send this one when one has finished"
+                )
+            self._arriving[user_id] = arriving + 1
+        try:
+            return Upload(
+                self.store,
+                user_id,
+                name,
+                self.settings.import_max_mb * 2**20,
+                on_close=lambda: self._arrived(user_id),
+            )
+        except BaseException:
+            self._arrived(user_id)
+            raise
+
+    def _arrived(self, user_id: str) -> None:
+        with _ARRIVING_LOCK:
+            left = self._arriving.get(user_id, 1) - 1
+            if left > 0:
+                self._arriving[user_id] = left
+            else:
+                self._arriving.pop(user_id, None)
 
     def finish_upload(self, upload: Upload, format: str) -> ImportStatus:
         if format not in imports.FORMATS:

@@ -5,8 +5,11 @@ uploader's alone; limits are 413 and keep nothing."""
 from __future__ import annotations
 
 import json
+import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -221,3 +224,80 @@ def test_a_multipart_boundary_longer_than_the_standard_allows_is_a_4xx(server: s
         )
         assert answer.status_code == 422
         assert "boundary is longer than 70" in answer.json()["error"]["message"]
+
+
+def _service(tmp_path: Path, **settings: Any) -> Memoro:
+    return Memoro(
+        SqliteStore(tmp_path / "memoro.db"),
+        Settings(home=tmp_path, **settings),
+        embedder=HashEmbedder(),
+        worker=False,
+    )
+
+
+def _start_upload(url: str, user: str, first: bytes) -> socket.socket:
+    """An upload whose headers and first bytes are sent, the rest held back."""
+    from tests.test_http import SIGNER
+
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.create_connection((host, int(port)))
+    head = (
+        "POST /v1/imports HTTP/1.1\r\n"
+        f"Host: {host}:{port}\r\n"
+        f"Authorization: Bearer {SIGNER.issue(user)}\r\n"
+        "Content-Type: multipart/form-data; boundary=xyz\r\n"
+        "Content-Length: 100000\r\n\r\n"
+    )
+    part = b'--xyz\r\nContent-Disposition: form-data; name="file"; filename="a.json"\r\n\r\n'
+    sock.sendall(head.encode() + part + first)
+    return sock
+
+
+def _answer(sock: socket.socket, seconds: float = 30) -> bytes:
+    sock.settimeout(seconds)
+    data = b""
+    while b"\r\n\r\n" not in data or not data.rstrip().endswith(b"}"):
+        piece = sock.recv(65536)
+        if not piece:
+            break
+        data += piece
+    return data
+
+
+def test_an_upload_that_stops_sending_is_dropped_after_the_timeout(tmp_path: Path) -> None:
+    service = _service(tmp_path, upload_timeout=1, import_uploads=1)
+    with running(service, TOKEN) as url:
+        held = _start_upload(url, "ann", b"[" + b" " * 5000)
+        started = time.monotonic()
+        answer = _answer(held)
+        assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+        assert b'"code":"timeout"' in answer and b"sent nothing for 1 s" in answer
+        assert time.monotonic() - started < 20
+        held.close()
+        assert service.store.get_import("ann", "x" * 32) is None
+        rows = service.store.db.connect().execute("SELECT count(*) FROM imports").fetchone()[0]  # type: ignore[attr-defined]
+        assert rows == 0  # nothing of it kept
+        with client(url, "ann") as ann:  # and it counts as arriving no more
+            fresh = upload(ann, FIXTURES / "claude-conversations.json")
+            assert fresh.status_code == 202, fresh.text
+    service.close()
+
+
+def test_one_user_may_have_only_so_many_uploads_arriving_at_once(tmp_path: Path) -> None:
+    service = _service(tmp_path, import_uploads=2)
+    with running(service, TOKEN) as url:
+        held = [_start_upload(url, "ann", b"[") for _ in range(2)]
+        with client(url, "ann") as ann, client(url, "bob") as bob:
+            deadline = time.monotonic() + 20
+            while (third := upload(ann, FIXTURES / "claude-conversations.json")).status_code != 429:
+                assert third.status_code == 202 and time.monotonic() < deadline, third.text
+                time.sleep(0.05)  # the held uploads' parts may still be on their way
+            assert third.json()["error"]["code"] == "busy"
+            assert "2 uploads of yours are arriving already" in third.json()["error"]["message"]
+            assert upload(bob, FIXTURES / "claude-conversations.json").status_code == 202
+            for sock in held:
+                sock.close()  # the client goes away: those uploads are dropped
+            while (again := upload(ann, FIXTURES / "claude-conversations.json")).status_code != 202:
+                assert again.status_code == 429 and time.monotonic() < deadline, again.text
+                time.sleep(0.05)
+    service.close()

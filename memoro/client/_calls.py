@@ -16,6 +16,7 @@ import jwt
 
 from memoro.errors import (
     BlockChanged,
+    Busy,
     ConfigError,
     DiskFull,
     InvalidInput,
@@ -76,6 +77,7 @@ _BY_CODE: dict[str, type[MemoroError]] = {
         InvalidUser,
         UnknownTool,
         TooLarge,
+        Busy,
         Unauthorized,
         KeysUnavailable,
         ConfigError,
@@ -84,7 +86,12 @@ _BY_CODE: dict[str, type[MemoroError]] = {
         MigrationError,
     )
 }
-_BY_STATUS: dict[int, type[MemoroError]] = {401: Unauthorized, 403: Unauthorized, 413: TooLarge}
+_BY_STATUS: dict[int, type[MemoroError]] = {
+    401: Unauthorized,
+    403: Unauthorized,
+    413: TooLarge,
+    429: Busy,
+}
 
 
 def fail(response: httpx.Response) -> MemoroError:

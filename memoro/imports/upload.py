@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import uuid
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from memoro.errors import TooLarge
@@ -33,7 +34,14 @@ class Upload:
     """Bytes of one export as they arrive. ``write`` them, then ``finish``
     queues the import for a worker; ``abandon`` forgets what came."""
 
-    def __init__(self, store: Parts, user_id: str, file_name: str, limit: int) -> None:
+    def __init__(
+        self,
+        store: Parts,
+        user_id: str,
+        file_name: str,
+        limit: int,
+        on_close: Callable[[], None] = lambda: None,
+    ) -> None:
         self.store = store
         self.user_id = user_id
         self.id = uuid.uuid4().hex
@@ -41,7 +49,15 @@ class Upload:
         self.size = 0
         self._buffer = bytearray()
         self._parts = 0
+        self._on_close: Callable[[], None] | None = on_close
         store.create_upload(user_id, self.id, file_name, "auto")
+
+    def close(self) -> None:
+        """No more bytes will come (finished, abandoned or failed): the
+        upload no longer counts as arriving. Closing twice does nothing."""
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close()
 
     def write(self, data: bytes) -> None:
         self.size += len(data)
@@ -55,12 +71,18 @@ class Upload:
             self._flush(PART)
 
     def finish(self, format: str) -> None:
-        while self._buffer:
-            self._flush(PART)
-        self.store.queue_upload(self.user_id, self.id, format, self.size)
+        try:
+            while self._buffer:
+                self._flush(PART)
+            self.store.queue_upload(self.user_id, self.id, format, self.size)
+        finally:
+            self.close()
 
     def abandon(self) -> None:
-        self.store.drop_upload(self.user_id, self.id)
+        try:
+            self.store.drop_upload(self.user_id, self.id)
+        finally:
+            self.close()
 
     def _flush(self, size: int) -> None:
         self.store.add_upload_part(self.user_id, self.id, self._parts, bytes(self._buffer[:size]))

@@ -25,6 +25,7 @@ from memoro.auth import www_authenticate
 from memoro.envelope import error_body
 from memoro.errors import (
     BlockChanged,
+    Busy,
     ConfigError,
     InvalidInput,
     KeysUnavailable,
@@ -51,6 +52,7 @@ from memoro.web.security import (
 HERE = Path(__file__).parent
 STATUS = {
     TooLarge: 413,
+    Busy: 429,
     Forbidden: 403,
     Unauthorized: 401,
     BlockChanged: 412,

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, Literal
 
+import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
@@ -155,6 +156,7 @@ class _Form:
     response_model=ImportOut,
     summary="Import an export (ChatGPT, Claude.ai, Open WebUI, LibreChat, SillyTavern, memoro)",
     openapi_extra=_UPLOAD_SCHEMA,
+    responses=errors(408, 429),
 )
 async def start_import(request: Request, user: User, memoro: Service) -> Any:
     kind, options = parse_options_header(request.headers.get("content-type", ""))
@@ -168,23 +170,39 @@ async def start_import(request: Request, user: User, memoro: Service) -> Any:
         raise TooLarge(f"the file is larger than {limit // 2**20:,} MB, the most an upload may be")
     form = _Form(memoro, user)
     parser = MultipartParser(options[b"boundary"], form.callbacks())  # type: ignore[arg-type]
+    idle = memoro.settings.upload_timeout
     try:
-        async for chunk in request.stream():
+        chunks = request.stream().__aiter__()
+        while True:
+            with anyio.fail_after(idle):  # a body that stops arriving is dropped
+                try:
+                    chunk = await chunks.__anext__()
+                except StopAsyncIteration:
+                    break
             await run_in_threadpool(parser.write, chunk)
         await run_in_threadpool(parser.finalize)
         if not form.ended:
             raise InvalidInput("the form ends before its closing boundary: the upload is cut short")
-    except (MultipartParseError, InvalidInput, ClientDisconnect) as exc:
+        if form.upload is None:
+            raise InvalidInput("the form needs a file field holding the export")
+        status = await run_in_threadpool(memoro.finish_upload, form.upload, form.format)
+    except (MultipartParseError, InvalidInput, ClientDisconnect, TimeoutError) as exc:
         if form.upload is not None:
             await run_in_threadpool(form.upload.abandon)
         if isinstance(exc, MultipartParseError):
             raise InvalidInput(f"the form could not be read: {exc}") from None
         if isinstance(exc, ClientDisconnect):
             return _error(400, "disconnected", "the upload did not finish")
+        if isinstance(exc, TimeoutError):
+            return _error(
+                408,
+                "timeout",
+                f"the upload sent nothing for {idle} s and was dropped: send it again",
+            )
         raise
-    if form.upload is None:
-        raise InvalidInput("the form needs a file field holding the export")
-    status = await run_in_threadpool(memoro.finish_upload, form.upload, form.format)
+    finally:
+        if form.upload is not None:
+            form.upload.close()  # counted as arriving no more, whatever happened
     return JSONResponse(
         status.to_json(), status_code=202, headers={"Location": f"/v1/imports/{status.id}"}
     )

@@ -10,6 +10,7 @@
  *     │   ├── TooLarge        an upload over the size the server accepts
  *     │   └── NotFound        no such import (404)
  *     ├── BlockChanged        an expected ETag no longer holds (412)
+ *     ├── Busy                as many of the user's uploads are arriving as the server takes (429)
  *     ├── Unauthorized        no valid token for the user (401)
  *     │   └── Forbidden       the token is someone else's, or another site (403)
  *     ├── KeysUnavailable     the identity provider's keys could not be fetched
@@ -48,6 +49,10 @@ export declare class TooLarge extends InvalidInput {
     static readonly code: string;
 }
 export declare class NotFound extends InvalidInput {
+    static readonly code: string;
+}
+/** The user already has as many uploads arriving as the server takes at once (429). */
+export declare class Busy extends MemoroError {
     static readonly code: string;
 }
 /** The block is no longer what the caller started from. */

@@ -10,6 +10,7 @@
  *     │   ├── TooLarge        an upload over the size the server accepts
  *     │   └── NotFound        no such import (404)
  *     ├── BlockChanged        an expected ETag no longer holds (412)
+ *     ├── Busy                as many of the user's uploads are arriving as the server takes (429)
  *     ├── Unauthorized        no valid token for the user (401)
  *     │   └── Forbidden       the token is someone else's, or another site (403)
  *     ├── KeysUnavailable     the identity provider's keys could not be fetched
@@ -50,6 +51,10 @@ export class TooLarge extends InvalidInput {
 }
 export class NotFound extends InvalidInput {
     static code = "not_found";
+}
+/** The user already has as many uploads arriving as the server takes at once (429). */
+export class Busy extends MemoroError {
+    static code = "busy";
 }
 /** The block is no longer what the caller started from. */
 export class BlockChanged extends MemoroError {
@@ -94,6 +99,7 @@ const BY_CODE = new Map([
     UnknownTool,
     TooLarge,
     NotFound,
+    Busy,
     Unauthorized,
     Forbidden,
     KeysUnavailable,
@@ -108,6 +114,7 @@ const BY_STATUS = new Map([
     [403, Forbidden],
     [404, NotFound],
     [413, TooLarge],
+    [429, Busy],
 ]);
 /**
  * The error for an error answer: by the envelope's code, else by the

@@ -7,6 +7,7 @@
 export { MemoroClient, type ImportFormat, type SearchMode } from "./client.js";
 export {
   BlockChanged,
+  Busy,
   ConfigError,
   DiskFull,
   errorFrom,
