@@ -1,42 +1,25 @@
+# ruff: noqa: F811  (the browser fixtures come from tests.browser)
 """The Memory and Conversations pages in a real browser: Debian's Chromium
 driven by Playwright, against a real server on loopback (S1–S5, M2, C6)."""
 
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
 from memoro.auth import Signer
 from memoro.service import Memoro
 from memoro.web.security import AuthConfig
+from tests.browser import browser, chromium, page, rerun_if_chromium_died  # noqa: F401
 from tests.conftest import VECTORS
 from tests.web_server import SECRET, running
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+pytestmark = rerun_if_chromium_died
 USER = "me"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    assert Path(CHROMIUM).exists(), "install Chromium: apt-get install -y chromium"
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture
@@ -48,14 +31,6 @@ def service(web_service: Memoro) -> Memoro:
 def url(service: Memoro) -> Iterator[str]:
     with running(service, AuthConfig.build("local", "", USER)) as base:
         yield base
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context()
-    opened = context.new_page()
-    yield opened
-    context.close()
 
 
 def open_memory(page: Page, url: str) -> None:
@@ -248,19 +223,15 @@ def test_a_bad_login_link_shows_a_readable_page(page: Page, service: Memoro) -> 
         expect(page.locator("main")).to_contain_text("The token has expired.")
 
 
-def test_the_page_is_usable_on_a_phone_sized_screen(browser: Browser, url: str) -> None:
-    context = browser.new_context(viewport={"width": 375, "height": 740})
-    phone = context.new_page()
-    open_memory(phone, url)
-    width = phone.evaluate("document.documentElement.scrollWidth")
+def test_the_page_is_usable_on_a_phone_sized_screen(page: Page, url: str) -> None:
+    page.set_viewport_size({"width": 375, "height": 740})
+    open_memory(page, url)
+    width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 375
-    expect(phone.get_by_role("button", name="Save")).to_be_visible()
-    context.close()
+    expect(page.get_by_role("button", name="Save")).to_be_visible()
 
 
-def test_the_chat_page_shows_the_memory_change_as_you_talk(
-    browser: Browser, web_service: Memoro
-) -> None:
+def test_the_chat_page_shows_the_memory_change_as_you_talk(page: Page, web_service: Memoro) -> None:
     from memoro.agent import OpenAIProvider
     from memoro.testing import ScriptedLLM, call, say
 
@@ -268,8 +239,6 @@ def test_the_chat_page_shows_the_memory_change_as_you_talk(
     with ScriptedLLM(steps) as llm:
         provider = OpenAIProvider("fake", base_url=llm.openai_url, api_key="x")
         with running(web_service, AuthConfig.build("local", "", USER), provider) as base:
-            context = browser.new_context()
-            page = context.new_page()
             page.goto(f"{base}/chat")
             expect(page.locator("body")).to_have_attribute("data-ready", "true")
             expect(page.locator("#memory")).to_have_text("(nothing remembered)")
@@ -279,7 +248,6 @@ def test_the_chat_page_shows_the_memory_change_as_you_talk(
             expect(page.locator("#transcript")).to_contain_text("+ Preferred name: Al")
             expect(page.locator("#memory")).to_have_text("Preferred name: Al")
             expect(page.locator("#memory-count")).to_have_text("18 / 4,000 characters")
-            context.close()
     assert web_service.read_block(USER).text == "Preferred name: Al"  # type: ignore[union-attr]
 
 

@@ -1,4 +1,4 @@
-# ruff: noqa: F811  (the browser fixtures come from tests.test_browser)
+# ruff: noqa: F811  (the browser fixtures come from tests.browser)
 """The pages at scale and in use, in Debian's Chromium: the Conversations
 page pages, searches and opens a conversation in view; the Memory page shows
 what another writer changed before it can be overwritten, checks for outside
@@ -13,13 +13,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Dialog, Page, expect
+from playwright.sync_api import Dialog, Page, expect
 
 from memoro.service import Memoro
 from memoro.web.security import AuthConfig
-from tests.test_browser import USER, browser, page, service, url  # noqa: F401
+from tests.browser import browser, chromium, page, rerun_if_chromium_died  # noqa: F401
+from tests.test_browser import USER, service, url  # noqa: F401
 from tests.web_server import running
 
+pytestmark = rerun_if_chromium_died
 SHOTS = Path(__file__).parent.parent / ".screenshots"
 
 
@@ -290,19 +292,16 @@ def test_without_a_model_there_is_no_chat_page(page: Page, url: str) -> None:
 
 
 @pytest.fixture
-def chat(browser: Browser, web_service: Memoro) -> Iterator[tuple[Page, object]]:
+def chat(page: Page, web_service: Memoro) -> Iterator[tuple[Page, object]]:
     from memoro.agent import OpenAIProvider
     from memoro.testing import ScriptedLLM
 
     with ScriptedLLM() as llm:
         provider = OpenAIProvider("fake", base_url=llm.openai_url, api_key="x")
         with running(web_service, AuthConfig.build("local", "", USER), provider) as base:
-            context = browser.new_context()
-            chat_page = context.new_page()
-            chat_page.goto(f"{base}/chat")
-            expect(chat_page.locator("body")).to_have_attribute("data-ready", "true")
-            yield chat_page, llm
-            context.close()
+            page.goto(f"{base}/chat")
+            expect(page.locator("body")).to_have_attribute("data-ready", "true")
+            yield page, llm
 
 
 def test_enter_sends_shift_enter_breaks_the_line_and_the_answer_streams(
