@@ -60,9 +60,9 @@ def test_a_dead_browser_fails_one_test_and_only_that_is_retried(tmp_path: Path) 
     inner = tmp_path / "test_inner.py"
     inner.write_text(INNER)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    options = ["-c", str(tmp_path / "pytest.ini"), "--rootdir", str(tmp_path), "-q"]
     ran = subprocess.run(
-        [sys.executable, "-m", "pytest", str(inner), "-c", str(tmp_path / "pytest.ini"), "-q"]
-        + ["-p", "no:cacheprovider", "--rootdir", str(tmp_path)],
+        [sys.executable, "-m", "pytest", str(inner), *options, "-p", "no:cacheprovider"],
         cwd=ROOT,
         capture_output=True,
         text=True,
