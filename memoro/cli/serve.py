@@ -18,6 +18,7 @@ import click
 
 from memoro.auth import DEFAULT_TTL, Signer
 from memoro.cli._app import cli, log_to_stderr
+from memoro.history.embed import LocalEmbedder, make_embedder
 from memoro.service import Memoro
 from memoro.settings import SETTINGS, Settings
 
@@ -117,15 +118,18 @@ def serve(ctx: click.Context, host: str, port: int, workers: int) -> None:
     port = _check_free(host, port)
     shown = _shown_host(host)
     shared: dict[str, str] = {}
+    # a model that cannot be loaded is said once, in the banner, not in the log
+    embedder = make_embedder(settings)
+    problem = embedder.check() if isinstance(embedder, LocalEmbedder) else None
     if workers == 1:
-        memoro = Memoro(settings.open_store(), settings)
+        memoro = Memoro(settings.open_store(), settings, embedder=embedder)
         app: Any = _app(settings, memoro, shared_key="")
     else:
         # the parent indexes (when MEMORO_WORKER=thread) and supervises; each
         # child serves, with the settings passed on in its environment
         shared = _multiprocess_environment(settings)
         os.environ.update(shared)  # before the worker thread counts anything
-        memoro = Memoro(settings.open_store(), settings)
+        memoro = Memoro(settings.open_store(), settings, embedder=embedder)
         _app(settings, memoro, shared_key="")  # bad settings fail here, not in every child
         app = "memoro.cli.serve:child_app"
     # a request line may be long: the API takes up to 20,000 characters of
@@ -164,6 +168,8 @@ def serve(ctx: click.Context, host: str, port: int, workers: int) -> None:
     click.echo(f"  API reference:        http://{shown}:{port}/docs", err=True)
     if settings.llm != "none":
         click.echo(f"  Chat page:            http://{shown}:{port}/chat", err=True)
+    if problem:
+        click.echo(f"  Search:               by keyword only: {problem}", err=True)
     if settings.auth == "token":
         click.echo(
             "  Pages open through /login?token=…; to try them: memoro token issue --user U",
@@ -223,7 +229,10 @@ def child_app() -> Any:
     factory): settings from the environment the parent set."""
     settings = Settings.from_env()
     log_to_stderr(settings.log_level)
-    memoro = Memoro(settings.open_store(), settings, worker=False)
+    embedder = make_embedder(settings)
+    if isinstance(embedder, LocalEmbedder):
+        embedder.check()  # the parent's banner said why it cannot load, if it cannot
+    memoro = Memoro(settings.open_store(), settings, embedder=embedder, worker=False)
     atexit.register(memoro.close)
     return _app(settings, memoro, shared_key=os.environ.get(SHARED_KEY, ""))
 

@@ -7,6 +7,7 @@ so a change of model is detected.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import urllib.error
 import urllib.request
@@ -22,6 +23,8 @@ from memoro.errors import ConfigError, MemoroError
 if TYPE_CHECKING:
     from memoro.history.minilm import MiniLM
     from memoro.settings import Settings
+
+log = logging.getLogger("memoro.model")
 
 Floats = npt.NDArray[np.float32]
 
@@ -68,7 +71,7 @@ class LocalEmbedder:
         self._lock = threading.Lock()
         self.failure: str | None = None
         """Why the model could not be loaded, if it could not (it is tried
-        again on the next text)."""
+        again on the next text). Said once in the log, not on every try."""
 
     def warm(self) -> None:
         """Load the model now (building it on first use) rather than on the
@@ -80,6 +83,19 @@ class LocalEmbedder:
         """Whether the model is in memory (a search need not wait for it)."""
         return self._model is not None
 
+    def check(self) -> str | None:
+        """Why the model cannot be loaded, found without loading it (are its
+        weights installed?), or None. A reason found here is the caller's
+        to show: a failed load does not log it again."""
+        from memoro.history.minilm import model_dir
+
+        if self._model is None and self.failure is None:
+            try:
+                model_dir()
+            except MemoroError as exc:
+                self.failure = str(exc)
+        return self.failure
+
     def _encoder(self) -> MiniLM:
         from memoro.history.minilm import MiniLM
 
@@ -88,8 +104,16 @@ class LocalEmbedder:
                 try:
                     self._model = MiniLM(self.variant, cache=self.cache)
                 except MemoroError as exc:
+                    if str(exc) != self.failure:
+                        log.warning(
+                            "%s. Search uses keywords alone meanwhile; turns are still"
+                            " indexed for it, and get their vectors once the model loads.",
+                            exc,
+                        )
                     self.failure = str(exc)
                     raise
+                if self.failure is not None:
+                    log.info("the local embedding model loaded (%s)", self.model_id)
                 self.failure = None
             return self._model
 

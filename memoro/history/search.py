@@ -61,9 +61,11 @@ def gather(
     if embedder is not None and mode != Mode.KEYWORD:
         try:
             vector = embedder.embed_query(query)
+        except ConfigError:  # no model here: the model said why, once
+            warnings.append(UNAVAILABLE)
         except MemoroError as exc:
             log.warning("semantic search failed, using keywords alone: %s", exc)
-            warnings.append(UNAVAILABLE if isinstance(exc, ConfigError) else UNREACHABLE)
+            warnings.append(UNREACHABLE)
     if embedder is None or vector is None:
         mode = Mode.KEYWORD
     keyword_hits = store.keyword_search(user_id, query, CANDIDATES) if mode != Mode.SEMANTIC else []

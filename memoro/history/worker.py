@@ -13,6 +13,11 @@ failed with its error (``memoro jobs``) and never blocks the jobs behind it.
 When it runs out of due jobs, the worker brings the search indexes of the
 large users whose chunks it changed up to date, so the copies of them kept
 in the database follow (``prepare_changed``).
+
+Keyword search never waits on the embedding model: when the model cannot be
+loaded (its weights are not installed), turns are chunked and indexed for
+keyword search all the same, and the worker gives those chunks their vectors
+once the model loads (``add_missing_vectors``).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memoro import metrics
+from memoro.errors import ConfigError, MemoroError
 from memoro.history.chunking import chunk, turn_text
 from memoro.history.embed import Embedder, LocalEmbedder
 from memoro.models import Job
@@ -87,6 +93,12 @@ SWEEP_EVERY = 3600.0
 """Seconds between a worker's looks for uploads cut off by a server that
 stopped mid-way (``Store.drop_stale_uploads``)."""
 
+MODEL_RETRY_SECONDS = 60.0
+"""How often a worker whose embedding model could not be loaded tries again,
+to give the chunks indexed meanwhile their vectors."""
+VECTOR_BATCH = 32
+"""Chunks given their vectors at once, between the worker's looks at its jobs."""
+
 LONG_JOBS = frozenset({"import_file"})
 """Kinds that can take minutes: run alone, the rest of their batch given back."""
 
@@ -124,6 +136,7 @@ class Worker:
         retry_after: Callable[[int], float] = backoff,
         batch: int = BATCH_JOBS,
         handlers: Mapping[str, Handler] | None = None,
+        model_retry: float = MODEL_RETRY_SECONDS,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -140,6 +153,9 @@ class Worker:
         self._changed: dict[str, float] = {}  # user -> when first changed since prepared
         self._swept = -SWEEP_EVERY  # monotonic time of the last sweep: none yet
         self._upkeep = threading.Lock()  # guards the two above
+        self._vectors_due = False  # chunks were indexed without the model's vectors
+        self.model_retry = model_retry
+        self._retry_model_at = 0.0  # monotonic time
 
     def run_once(self, user_id: str | None = None) -> int:
         """Claim a batch of due jobs (only ``user_id``'s, if given) and run
@@ -270,6 +286,11 @@ class Worker:
             return
         try:
             vectors = self._embed([g.chunks for g in group])
+        except ConfigError:
+            # the model cannot be loaded here (it said why, once): index for
+            # keyword search now; the vectors follow when it loads
+            self._vectors_due = True
+            vectors = [None] * len(group)
         except Exception:  # one bad turn must not fail the others: embed each alone
             vectors = []
             for g in group:
@@ -317,20 +338,47 @@ class Worker:
             pos += len(chunks)
         return out
 
-    def _notice_model_change(self) -> None:
-        """Say so when indexed chunks lack vectors from the current model:
-        their users' searches use keywords alone until a reindex."""
+    def _check_vectors(self) -> None:
+        """At start: chunks without a vector from the current model were
+        indexed while it could not be loaded (this worker gives them their
+        vectors), or by another model (a reindex is the operator's call)."""
         if self.embedder is None:
             return
-        missing, total = self.store.count_chunks_missing_vectors(self.embedder.model_id)
-        if missing:
+        model = self.embedder.model_id
+        missing, total = self.store.count_chunks_missing_vectors(model)
+        if not missing:
+            return
+        if set(self.store.vector_models()) - {model}:
             log.warning(
                 "%d of %d indexed chunks have no vector from %s (the embedding model changed);"
                 " search uses keywords alone for their users until `memoro reindex` runs",
                 missing,
                 total,
-                self.embedder.model_id,
+                model,
             )
+        else:
+            self._vectors_due = True
+
+    def _fill_vectors(self) -> bool:
+        """Give a batch of chunks indexed without the model their vectors,
+        when there are some and the model loads; True if more may wait."""
+        if not self._vectors_due or self.embedder is None:
+            return False
+        if time.monotonic() < self._retry_model_at:
+            return False
+        model = self.embedder.model_id
+        try:
+            if set(self.store.vector_models()) - {model}:
+                self._vectors_due = False  # a change of model: left to `memoro reindex`
+                return False
+            done = add_missing_vectors(self.store, self.embedder, VECTOR_BATCH)
+        except MemoroError:  # still no model (it said why, once), or the endpoint is down
+            self._retry_model_at = time.monotonic() + self.model_retry
+            return False
+        self.note_changed(done)
+        if not done:
+            self._vectors_due = False
+        return bool(done)
 
     def _other(self, job: Job) -> None:
         if job.kind == "purge_conversation":
@@ -407,19 +455,41 @@ class Worker:
     def _loop(self, i: int) -> None:
         if i == 0:
             try:
-                self._notice_model_change()
+                self._check_vectors()
                 if isinstance(self.embedder, LocalEmbedder):
                     self.embedder.warm()  # load (or first build) the model before a search
             except Exception:  # the same error comes back, with its job, in the loop
                 log.debug("could not prepare the worker", exc_info=True)
         wake = self._wakes[i]
         while not self._stop.is_set():
+            more = False
             try:
                 self._drain(None, None)
+                more = i == 0 and self._fill_vectors()  # jobs first, a batch at a time
             except Exception:  # the database is busy or gone; try again later
                 log.exception("worker loop error")
-            wake.wait(IDLE_POLL_SECONDS)
-            wake.clear()
+            if not more:
+                wake.wait(IDLE_POLL_SECONDS)
+                wake.clear()
+
+
+def add_missing_vectors(store: Store, embedder: Embedder, batch: int) -> dict[str, int]:
+    """Embed up to ``batch`` chunks that have no vector from ``embedder``'s
+    model and store the vectors beside any other model's; how many chunks of
+    each user got theirs (empty: none was missing). Two workers doing this
+    at once only repeat work: a chunk's vectors from a model replace its
+    earlier ones."""
+    model = embedder.model_id
+    todo = store.chunks_missing_vectors(model, batch)
+    if not todo:
+        return {}
+    vectors = embedder.embed_documents([text for _, _, text in todo])
+    by_user: dict[str, dict[int, Floats]] = {}
+    for (chunk_id, user_id, _), v in zip(todo, vectors, strict=True):
+        by_user.setdefault(user_id, {})[chunk_id] = v
+    for user_id, mine in by_user.items():
+        store.add_vectors(model, user_id, mine)
+    return {user_id: len(mine) for user_id, mine in by_user.items()}
 
 
 class _Drain(threading.Thread):

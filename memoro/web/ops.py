@@ -15,7 +15,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from memoro import metrics
-from memoro.errors import Unauthorized
+from memoro.errors import MemoroError, Unauthorized
 from memoro.history.embed import LocalEmbedder
 from memoro.service import Memoro
 
@@ -123,5 +123,7 @@ def warm_in_background(memoro: Memoro) -> None:
 def _warm(embedder: LocalEmbedder) -> None:
     try:
         embedder.warm()
-    except Exception:  # /healthz goes on saying "loading"; the worker logs it again
+    except MemoroError:  # it said why, once; /healthz and search say keyword search only
+        pass
+    except Exception:  # a bug, not a missing model: /healthz goes on saying "loading"
         log.exception("the embedding model could not be loaded")
