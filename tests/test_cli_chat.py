@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -85,3 +89,38 @@ def test_a_model_without_a_name_says_which_setting_is_missing(tmp_path: Path) ->
     assert "MEMORO_LLM is openai: set MEMORO_LLM_MODEL" in result.stderr
     bare = CliRunner().invoke(cli, ["chat"], env={"MEMORO_HOME": str(tmp_path)})
     assert "MEMORO_LLM=openai" in bare.stderr and "MEMORO_LLM_MODEL" in bare.stderr
+
+
+def test_ctrl_c_ends_the_chat_quietly_and_keeps_what_was_said(tmp_path: Path) -> None:
+    with ScriptedLLM([say("Hello, Al.")]) as llm:
+        env = {
+            **os.environ,
+            "MEMORO_HOME": str(tmp_path),
+            "MEMORO_EMBEDDER": "keyword",
+            "MEMORO_LLM": "openai",
+            "MEMORO_LLM_URL": llm.openai_url,
+            "MEMORO_LLM_MODEL": "fake",
+            "MEMORO_LLM_KEY": "x",
+        }
+        chat = subprocess.Popen(
+            [sys.executable, "-m", "memoro", "chat"],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert chat.stdin is not None and chat.stdout is not None
+            chat.stdin.write("I am Al\n")
+            chat.stdin.flush()
+            assert chat.stdout.readline() == "Hello, Al.\n"
+            chat.send_signal(signal.SIGINT)  # at the prompt, waiting for the next line
+            _, err = chat.communicate(timeout=60)
+        finally:
+            chat.kill()
+    assert chat.returncode == 0, err
+    assert "Aborted" not in err and "Traceback" not in err
+    with Memoro.open(tmp_path, embedder=None, worker=False) as memoro:
+        (conversation,) = memoro.list_conversations("local")
+        assert conversation.turns == 1 and memoro.pending_jobs() == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import queue
+import signal
 import socket
 import subprocess
 import sys
@@ -215,3 +216,17 @@ def test_without_the_model_the_banner_says_keyword_only_and_the_log_stays_quiet(
             time.sleep(0.05)
     seen += list(lines.queue)
     assert not [line for line in seen if " WARNING " in line or "Traceback" in line], seen
+
+
+def test_ctrl_c_stops_the_server_as_asked_not_as_a_crash(tmp_path: Path) -> None:
+    server = spawn(tmp_path, "--port", "0")
+    try:
+        url = banner_line(server, "Memory settings page:").split()[-1].removesuffix("/memory")
+        assert answering(f"{url}/healthz").status_code == 200
+        server.send_signal(signal.SIGINT)
+        _, rest = server.communicate(timeout=30)
+    finally:
+        server.kill()
+    assert server.returncode == 0
+    assert "Aborted" not in rest and "Traceback" not in rest
+    assert rest.rstrip().endswith("memoro stopped.")

@@ -96,8 +96,9 @@ class Agent:
             messages = compact(self.history, self.context_budget_chars)
             try:
                 reply = self.provider.complete(system, messages, self.tools(), on_text)
-            except ModelError:
-                del self.history[start:]  # the turn was not answered: it can be sent again
+            except (ModelError, KeyboardInterrupt):
+                # the turn was not answered (or Ctrl-C stopped the answer): it can be sent again
+                del self.history[start:]
                 raise
             if not reply.tool_calls:
                 result.answer = reply.text

@@ -3,29 +3,34 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
-from memoro.cli._app import cli
+from memoro.cli._app import cli, user_option
+from memoro.errors import ModelError
 from memoro.service import Memoro
 from memoro.settings import Settings
 from memoro.tools import describe, render_search
+
+if TYPE_CHECKING:
+    from memoro.agent import Agent
+    from memoro.agent.loop import ToolEvent
 
 HELP = "Commands: /memory (show the block), /search QUERY, /new (new conversation), /quit"
 
 
 @cli.command("chat")
-@click.option("--user", "-u", default=None, help="The user (default: MEMORO_LOCAL_USER).")
+@user_option
 @click.pass_context
-def chat(ctx: click.Context, user: str | None) -> None:
+def chat(ctx: click.Context, user: str) -> None:
     """Chat with the configured model, with memoro's memory on every turn.
 
     Needs MEMORO_LLM (openai or anthropic) and MEMORO_LLM_MODEL; exits with
     status 2 and says what to set when no model is configured.
     """
     from memoro.agent import Agent, make_provider
-    from memoro.agent.loop import ToolEvent
-    from memoro.errors import ConfigError, ModelError
+    from memoro.errors import ConfigError
 
     settings: Settings = ctx.find_root().obj
     try:
@@ -37,9 +42,23 @@ def chat(ctx: click.Context, user: str | None) -> None:
         ctx.exit(2)
     memoro = Memoro(settings.open_store(), settings)
     ctx.call_on_close(memoro.close)
-    user = user or settings.local_user
     agent = Agent(memoro, provider, user)
     click.echo(f"memoro chat as {user!r} with {settings.llm_model}. {HELP}", err=True)
+    try:
+        _converse(memoro, agent, user)
+    except KeyboardInterrupt:  # Ctrl-C at the prompt ends the chat, as /quit does
+        click.echo("", err=True)
+    # the last turns may still wait for the background thread: index them
+    # before leaving, so the next chat finds them
+    if memoro.pending_jobs(user):
+        try:
+            memoro.index_user(user)
+        except KeyboardInterrupt:
+            click.echo("The last turns are stored; `memoro worker --once` indexes them.", err=True)
+
+
+def _converse(memoro: Memoro, agent: Agent, user: str) -> None:
+    """Read lines until /quit or the end of input, answering each."""
     for line in sys.stdin:
         text = line.strip()
         if not text:
@@ -77,13 +96,9 @@ def chat(ctx: click.Context, user: str | None) -> None:
         except ModelError as exc:  # say so and let the person try again
             click.echo(f"\nError: {exc}", err=True)
             continue
+        except KeyboardInterrupt:  # Ctrl-C during an answer stops that answer only
+            click.echo("\n(stopped; this turn is not kept)", err=True)
+            continue
         if result.stopped:
             click.echo(result.answer, nl=False)
         click.echo()
-    # the last turns may still wait for the background thread: index them
-    # before leaving, so the next chat finds them
-    if memoro.pending_jobs(user):
-        try:
-            memoro.index_user(user)
-        except ConfigError as exc:
-            click.echo(f"The last turns are stored but not indexed: {exc}", err=True)

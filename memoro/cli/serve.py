@@ -154,11 +154,14 @@ def serve(ctx: click.Context, host: str, port: int, workers: int) -> None:
         # serves; uvicorn handles it while serving, then raises it again for
         # this handler. (Raising SystemExit from a handler instead is lost
         # when the signal lands in a garbage collector's callback.)
-        signal.signal(signal.SIGTERM, lambda *_: setattr(server, "should_exit", True))
+        # Ctrl-C (SIGINT) the same way: a stop asked for, not a crash
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: setattr(server, "should_exit", True))
     else:
-        # uvicorn ends the children on SIGTERM, then raises it again, which
-        # would end this process before memoro closes: exit instead
+        # uvicorn ends the children on SIGTERM or Ctrl-C, then raises it
+        # again, which would end this process before memoro closes: exit instead
         signal.signal(signal.SIGTERM, _exit)
+        signal.signal(signal.SIGINT, _exit)
     click.echo(f"memoro is serving {settings.database_words()}", err=True)
     if workers > 1:
         click.echo(f"  in {workers} processes", err=True)
@@ -186,6 +189,7 @@ def serve(ctx: click.Context, host: str, port: int, workers: int) -> None:
         memoro.close()
         if shared.get(_OWN_METRICS_DIR):
             shutil.rmtree(shared["PROMETHEUS_MULTIPROC_DIR"], ignore_errors=True)
+    click.echo("memoro stopped.", err=True)
 
 
 SHARED_KEY = "MEMORO_SERVE_SHARED_KEY"
