@@ -33,12 +33,17 @@ def test_set_then_show_prints_exactly_the_raw_block(home: Path) -> None:
     assert saved.exit_code == 0, saved.output
     assert "+ Name: Ann" in saved.stdout and "20/4,000" in saved.stdout
     shown = run(home, "memory", "show", "--user", "ann")
-    assert (shown.exit_code, shown.stdout) == (0, "Name: Ann\nTeam: blue")
+    assert (shown.exit_code, shown.stdout) == (0, "Name: Ann\nTeam: blue\n")  # a line ends
 
 
-def test_show_prints_nothing_for_a_user_without_a_block(home: Path) -> None:
+def test_show_prints_nothing_for_a_user_without_a_block_and_says_so_on_stderr(
+    home: Path,
+) -> None:
     shown = run(home, "memory", "show", "--user", "nobody")
     assert (shown.exit_code, shown.stdout) == (0, "")
+    assert shown.stderr == "Nothing is remembered about nobody.\n"
+    audit = run(home, "memory", "audit", "--user", "nobody")
+    assert (audit.stdout, audit.stderr) == ("", "No writes or deletes are recorded for nobody.\n")
 
 
 def test_set_reports_removed_lines_and_identical_writes(home: Path) -> None:
@@ -61,7 +66,7 @@ def test_set_empty_exits_1_and_keeps_the_block(home: Path) -> None:
     run(home, "memory", "set", "-u", "ann", input="keep")
     result = run(home, "memory", "set", "-u", "ann", input=" \n\u200b")
     assert result.exit_code == 1 and "delete" in result.stderr
-    assert run(home, "memory", "show", "-u", "ann").stdout == "keep"
+    assert run(home, "memory", "show", "-u", "ann").stdout == "keep\n"
 
 
 def test_the_cli_speaks_to_the_person_not_to_the_model(home: Path) -> None:
@@ -107,7 +112,7 @@ def test_clear_asks_for_confirmation(home: Path) -> None:
     run(home, "memory", "set", "-u", "ann", input="a\nb")
     declined = run(home, "memory", "clear", "-u", "ann", input="n\n")
     assert declined.exit_code == 1
-    assert run(home, "memory", "show", "-u", "ann").stdout == "a\nb"
+    assert run(home, "memory", "show", "-u", "ann").stdout == "a\nb\n"
     accepted = run(home, "memory", "clear", "-u", "ann", input="y\n")
     assert accepted.exit_code == 0 and "2 lines" in accepted.stdout
     assert run(home, "memory", "show", "-u", "ann").stdout == ""
@@ -134,7 +139,7 @@ def test_prompt_prints_the_system_prompt_exactly(home: Path) -> None:
     run(home, "memory", "set", "-u", "ann", input="Name: Ann")
     printed = run(home, "prompt", "-u", "ann").stdout
     with Memoro.open(home) as memoro:
-        assert printed == memoro.system_prompt("ann").text
+        assert printed == memoro.system_prompt("ann").text + "\n"
     anthropic = json.loads(run(home, "prompt", "-u", "ann", "--format", "anthropic").stdout)
     assert anthropic[0]["cache_control"] == {"type": "ephemeral"}
 
@@ -151,7 +156,7 @@ def test_a_bad_user_id_is_a_one_line_error(home: Path) -> None:
 
 
 def test_every_setting_has_a_variable_shown_in_help(home: Path) -> None:
-    text = run(home, "--help").stdout
+    text = run(home, "help", "config").stdout
     for setting in SETTINGS:
         assert setting.env in text and setting.option in text
 
@@ -195,7 +200,7 @@ def test_edit_saves_what_the_editor_wrote(home: Path, tmp_path: Path) -> None:
     result = edit(home, tmp_path, "\nTeam: blue")
     assert result.exit_code == 0, result.output
     assert "+ Team: blue" in result.stdout
-    assert run(home, "memory", "show", "-u", "ann").stdout == "Name: Ann\nTeam: blue"
+    assert run(home, "memory", "show", "-u", "ann").stdout == "Name: Ann\nTeam: blue\n"
 
 
 def test_edit_refuses_to_overwrite_a_change_made_while_the_editor_was_open(
@@ -206,7 +211,7 @@ def test_edit_refuses_to_overwrite_a_change_made_while_the_editor_was_open(
     assert result.exit_code == 1
     assert "Memory was changed elsewhere." in result.stderr
     assert "+ Name: Annie" in result.stderr
-    assert run(home, "memory", "show", "-u", "ann").stdout == "Name: Annie"
+    assert run(home, "memory", "show", "-u", "ann").stdout == "Name: Annie\n"
     kept = Path(result.stderr.rsplit("kept in ", 1)[1].strip())
     assert kept.read_text() == "Name: Ann\nTeam: blue"
     kept.unlink()
@@ -219,12 +224,73 @@ def test_edit_retry_after_a_conflict_overwrites_with_the_edited_text(
     result = edit(home, tmp_path, "\nTeam: blue", race="Name: Annie", input="y\n")
     assert result.exit_code == 0, result.output
     shown = run(home, "memory", "show", "-u", "ann").stdout
-    assert shown == "Name: Ann\nTeam: blue\nTeam: blue"  # the editor appended once more
+    assert shown == "Name: Ann\nTeam: blue\nTeam: blue\n"  # the editor appended once more
 
 
-def test_edit_without_an_editor_is_a_clear_error(home: Path) -> None:
-    result = run(home, "memory", "edit", "-u", "ann", EDITOR="", VISUAL="")
+def test_edit_without_an_editor_is_a_clear_error(home: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "no-editors"
+    empty.mkdir()
+    result = run(home, "memory", "edit", "-u", "ann", EDITOR="", VISUAL="", PATH=str(empty))
     assert result.exit_code == 1 and "EDITOR" in result.stderr
+
+
+def test_edit_falls_back_to_the_systems_editor(home: Path, tmp_path: Path) -> None:
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    nano = tools / "nano"  # the first of editor, nano, vi found on the PATH
+    nano.write_text(f"#!{sys.executable}\nimport sys\nopen(sys.argv[1], 'a').write('City: Oslo')\n")
+    nano.chmod(0o755)
+    result = run(home, "memory", "edit", "-u", "ann", EDITOR="", VISUAL="", PATH=str(tools))
+    assert result.exit_code == 0, result.output
+    assert run(home, "memory", "show", "-u", "ann").stdout == "City: Oslo\n"
+
+
+def test_a_malformed_if_match_is_a_usage_error_not_a_conflict(home: Path) -> None:
+    run(home, "memory", "set", "-u", "ann", input="v1")
+    result = run(home, "memory", "set", "-u", "ann", "--if-match", "garbage", input="v2")
+    assert result.exit_code == 2
+    assert "Invalid value for --if-match: not an ETag" in result.stderr
+    assert "changed elsewhere" not in result.stderr
+    etag = json.loads(run(home, "memory", "show", "-u", "ann", "--json").stdout)["etag"]
+    quoted = run(home, "memory", "set", "-u", "ann", "--if-match", f'"{etag}"', input="v2")
+    assert quoted.exit_code == 0, quoted.output  # as an HTTP ETag is written, quoted
+
+
+def test_every_command_that_takes_a_user_defaults_to_the_local_user(home: Path) -> None:
+    from memoro.cli import cli as group
+
+    def takes_user(command: object) -> list[str]:
+        found = []
+        for name, sub in getattr(command, "commands", {}).items():
+            if any(p.name == "user" for p in sub.params):
+                found.append(name)
+            found += [f"{name} {inner}" for inner in takes_user(sub)]
+        return found
+
+    commands = takes_user(group)
+    assert {"memory set", "prompt", "search", "import", "export", "turn add", "chat"} <= set(
+        commands
+    )
+    for name in commands:
+        if name == "token issue":  # a token names the user it is for
+            continue
+        command = group
+        for part in name.split():
+            command = command.commands[part]  # type: ignore[attr-defined]
+        (user,) = [p for p in command.params if p.name == "user"]
+        assert not user.required and "MEMORO_LOCAL_USER" in (user.help or ""), name
+    run(home, "memory", "set", input="Name: Lo", MEMORO_LOCAL_USER="lo")
+    assert run(home, "memory", "show", "-u", "lo").stdout == "Name: Lo\n"
+    assert run(home, "memory", "show", MEMORO_LOCAL_USER="lo").stdout == "Name: Lo\n"
+    assert run(home, "memory", "show").stdout == ""  # "local", unless set, has no block
+
+
+def test_help_lists_the_commands_first_and_the_settings_apart(home: Path) -> None:
+    text = run(home, "--help").stdout
+    assert len(text.splitlines()) < 45
+    assert text.index("Commands:") < text.index("Options:") < text.index("Settings:")
+    assert "memoro help config" in text
+    assert run(home, "help", "memory").stdout.startswith("Usage: cli memory [OPTIONS] COMMAND")
 
 
 def test_the_installed_console_script_runs(tmp_path: Path) -> None:
@@ -235,4 +301,4 @@ def test_the_installed_console_script_runs(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     shown = subprocess.run([memoro, "memory", "show", "-u", "ann"], env=env, capture_output=True)
-    assert shown.stdout == b"hello"
+    assert shown.stdout == b"hello\n"

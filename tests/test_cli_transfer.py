@@ -81,3 +81,13 @@ def test_a_missing_file_a_pipe_and_an_unreadable_file(tmp_path: Path) -> None:
     proc = run(tmp_path, "import", "/proc/self/status", "-u", "ann")
     assert proc.exit_code == 1 and "cannot read /proc/self/status" in proc.stderr
     assert "Traceback" not in proc.output
+
+
+def test_the_import_bar_counts_megabytes_as_a_file_listing_does() -> None:
+    import io
+
+    from memoro.cli._progress import Progress
+
+    bar = Progress(5_100_000, "Reading", "byte", out=io.StringIO())
+    bar.update(4_000_000)
+    assert "4.0/5.1 MB" in bar.line() and "MBs" not in bar.line()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import textwrap
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -32,18 +33,33 @@ def _settings_options(command: F) -> F:
             default=None,
             metavar="[" + "|".join(setting.choices) + "]" if setting.choices else setting.metavar,
             help=f"{setting.help}  [default: {setting.default or '(none)'}]",
+            hidden=True,  # `memoro help config` lists them; --help shows the commands
         )(command)
     return command
 
 
+SETTINGS_NOTE = (
+    "Every setting is a MEMORO_* environment variable or a global option given before"
+    " the command (memoro --home DIR status). `memoro help config` lists them all;"
+    " `memoro COMMAND --help` explains a command."
+)
+
+
 class _Group(click.Group):
-    """Turns memoro's own errors into one-line messages with exit code 1."""
+    """Turns memoro's own errors into one-line messages with exit code 1;
+    its help lists the commands first and points to the settings."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except MemoroError as exc:
             raise click.ClickException(str(exc)) from None
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        self.format_commands(ctx, formatter)
+        click.Command.format_options(self, ctx, formatter)  # --version, --help
+        with formatter.section("Settings"):
+            formatter.write_text(SETTINGS_NOTE)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -93,9 +109,16 @@ def log_to_stderr(level: str) -> None:
 
 
 def emit_raw(text: str) -> None:
-    """Write ``text`` exactly; a terminal also gets a final newline."""
-    sys.stdout.write(text + ("\n" if text and sys.stdout.isatty() else ""))
+    """Write ``text`` exactly, ending with a newline as text does (the block
+    and the prompt end with no whitespace of their own, so it is not theirs)."""
+    sys.stdout.write(text + ("\n" if text else ""))
     sys.stdout.flush()
+
+
+def say_nothing(words: str) -> None:
+    """Say on stderr that there is nothing to show: a person sees it, a
+    script reading stdout gets no output, as before."""
+    click.echo(words, err=True)
 
 
 def read_stdin() -> str:
@@ -113,7 +136,22 @@ def print_json(value: object) -> None:
     click.echo(json.dumps(value, ensure_ascii=False, indent=2))
 
 
-user_option = click.option("--user", "-u", "user", required=True, help=USER_HELP)
+def _local_user(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
+    """The user given, else the one local user (MEMORO_LOCAL_USER)."""
+    if value is not None:
+        return value
+    settings: Settings = ctx.find_root().obj
+    return settings.local_user
+
+
+user_option = click.option(
+    "--user",
+    "-u",
+    "user",
+    default=None,
+    callback=_local_user,
+    help=f"{USER_HELP}  [default: MEMORO_LOCAL_USER, `local` unless set]",
+)
 
 
 @cli.command("prompt")
@@ -148,6 +186,40 @@ def prompt(ctx: click.Context, user: str, fmt: str, instructions: str) -> None:
 def tools(fmt: str) -> None:
     """Print the tool definitions the model is given."""
     print_json(openai_tools() if fmt == "openai" else anthropic_tools())
+
+
+@cli.command("help")
+@click.argument("topic", required=False)
+@click.pass_context
+def help_command(ctx: click.Context, topic: str | None) -> None:
+    """Help on a command, or `memoro help config` for every setting."""
+    root = ctx.find_root()
+    if topic is None:
+        click.echo(root.get_help())
+    elif topic in ("config", "settings"):
+        click.echo(settings_help())
+    elif (command := cli.get_command(root, topic)) is not None:
+        with click.Context(command, info_name=topic, parent=root) as sub:
+            click.echo(command.get_help(sub))
+    else:
+        raise click.UsageError(f"no command or topic {topic!r}; see `memoro --help`")
+
+
+def settings_help() -> str:
+    """Every setting: its variable, global option, default and meaning."""
+    out = [
+        "memoro's settings. Set each as an environment variable, or as a global option"
+        " before the command: memoro --home /srv/memoro serve.",
+        "",
+    ]
+    for setting in SETTINGS:
+        choices = f" ({'|'.join(setting.choices)})" if setting.choices else ""
+        out.append(f"{setting.env}  {setting.option}{choices}")
+        out.append(f"    default: {setting.default or '(none)'}")
+        for line in textwrap.wrap(setting.help, 76):
+            out.append(f"    {line}")
+        out.append("")
+    return "\n".join(out).rstrip("\n")
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ from memoro.tools import plural
 __all__ = ["Progress", "duration", "plural"]
 
 WIDTH = 24
+MB = 1_000_000
 REDRAW_SECONDS = 0.1
 
 
@@ -31,7 +32,8 @@ def duration(seconds: float) -> str:
 
 
 class Progress:
-    """``with Progress(total, "Indexing", "turn") as bar: bar.advance(n)``."""
+    """``with Progress(total, "Indexing", "turn") as bar: bar.advance(n)``;
+    the unit ``"byte"`` shows megabytes."""
 
     def __init__(
         self, total: int, label: str, unit: str, *, quiet: bool = False, out: TextIO | None = None
@@ -68,12 +70,15 @@ class Progress:
     def line(self) -> str:
         share = self.done / self.total if self.total else 1.0
         filled = int(share * WIDTH)
-        parts = [
-            f"{self.label} [{'#' * filled}{'.' * (WIDTH - filled)}]",
-            f"{self.done:,}/{plural(self.total, self.unit)}",
-        ]
+        if self.unit == "byte":  # sizes as people read them: 1.2/5.1 MB
+            count = f"{self.done / MB:,.1f}/{self.total / MB:,.1f} MB"
+            rate = f"{self.rate / MB:,.1f} MB/s"
+        else:
+            count = f"{self.done:,}/{plural(self.total, self.unit)}"
+            rate = f"{self.rate:,.1f} {self.unit}s/s"
+        parts = [f"{self.label} [{'#' * filled}{'.' * (WIDTH - filled)}]", count]
         if self.done and self.elapsed >= 0.5:
-            parts.append(f"{self.rate:,.1f} {self.unit}s/s")
+            parts.append(rate)
             if self.done < self.total:
                 parts.append(f"{duration((self.total - self.done) / self.rate)} left")
         return "  ".join(parts)

@@ -12,7 +12,15 @@ from typing import cast
 import click
 
 from memoro.block import without_controls
-from memoro.cli._app import cli, log_to_stderr, open_memoro, print_json, read_stdin, user_option
+from memoro.cli._app import (
+    cli,
+    log_to_stderr,
+    open_memoro,
+    print_json,
+    read_stdin,
+    say_nothing,
+    user_option,
+)
 from memoro.cli._progress import Progress, duration, plural
 from memoro.errors import InvalidInput
 from memoro.history.fusion import Mode
@@ -183,6 +191,8 @@ def conversations_list(ctx: click.Context, user: str, as_json: bool) -> None:
     if as_json:
         print_json([c.to_json() for c in found])
         return
+    if not found:
+        say_nothing(f"No conversations are stored for {user}.")
     for c in found:
         last = utc_text(c.last_at)
         name = without_controls(c.title or c.preview or "")  # one line per conversation

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -12,10 +14,24 @@ from pathlib import Path
 import click
 
 from memoro import block
-from memoro.cli._app import cli, emit_raw, open_memoro, print_json, read_stdin, user_option
+from memoro.cli._app import (
+    cli,
+    emit_raw,
+    open_memoro,
+    print_json,
+    read_stdin,
+    say_nothing,
+    user_option,
+)
 from memoro.errors import BlockChanged
 from memoro.models import DeleteResult, Outcome, Writer, WriteResult, block_json, utc_text
 from memoro.tools import plural
+
+ETAG = re.compile(r"[0-9a-f]{32}")
+"""An ETag as ``show --json`` prints it (quoted, as in HTTP, is taken too)."""
+FALLBACK_EDITORS = ("editor", "nano", "vi")
+"""Tried in order when neither $VISUAL nor $EDITOR is set (``editor`` is
+Debian's choice of the system's default)."""
 
 
 @cli.group()
@@ -30,13 +46,16 @@ def memory() -> None:
 def memory_show(ctx: click.Context, user: str, as_json: bool) -> None:
     """Print the raw block, exactly as the prompt carries it.
 
-    Nothing else is printed; a user with no block prints nothing.
+    Nothing else is printed on stdout; for a user with no block, stdout is
+    empty and stderr says so.
     """
     stored = open_memoro(ctx).read_block(user)
     if as_json:
         print_json({"user": user, **block_json(stored)})
     elif stored:
         emit_raw(stored.text)
+    else:
+        say_nothing(f"Nothing is remembered about {user}.")
 
 
 @memory.command("set")
@@ -55,11 +74,17 @@ def memory_set(ctx: click.Context, user: str, if_match: str | None, as_json: boo
     0 when saved or unchanged, 1 when rejected (over the limit, empty) with
     the reason on stderr.
     """
+    if if_match is not None and not ETAG.fullmatch(if_match.strip('"')):
+        raise click.BadParameter(
+            'not an ETag: give the 32 hex digits `memoro memory show --json` prints as "etag"',
+            param_hint="--if-match",
+        )
     if sys.stdin.isatty():
         click.echo("Reading the whole new block from standard input; end with Ctrl-D.", err=True)
     text = read_stdin()
     memoro = open_memoro(ctx)
-    result = memoro.write_block(user, text, writer=Writer.USER, expected_etag=if_match)
+    expected = if_match.strip('"') if if_match is not None else None
+    result = memoro.write_block(user, text, writer=Writer.USER, expected_etag=expected)
     if as_json:
         print_json(result.to_json())
     elif not result.rejected:
@@ -73,7 +98,7 @@ def memory_set(ctx: click.Context, user: str, if_match: str | None, as_json: boo
 @user_option
 @click.pass_context
 def memory_edit(ctx: click.Context, user: str) -> None:
-    """Edit the block in $VISUAL or $EDITOR (writer: user).
+    """Edit the block in $VISUAL or $EDITOR, else editor, nano or vi (writer: user).
 
     If the block changed while the editor was open, nothing is saved: memoro
     says "Memory was changed elsewhere.", shows what changed, and offers to
@@ -171,9 +196,12 @@ def _confirm(question: str, text: str) -> bool:
 
 
 def _run_editor(text: str) -> str:
-    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or _fallback_editor()
     if not editor:
-        raise click.ClickException("set $VISUAL or $EDITOR to the editor to use")
+        raise click.ClickException(
+            "no editor found: set $VISUAL or $EDITOR to the editor to use"
+            " (or save with `memoro memory set < file`)"
+        )
     fd, name = tempfile.mkstemp(prefix="memoro-", suffix=".md")
     path = Path(name)
     try:
@@ -188,6 +216,10 @@ def _run_editor(text: str) -> str:
         return path.read_text(encoding="utf-8")
     finally:
         path.unlink(missing_ok=True)
+
+
+def _fallback_editor() -> str | None:
+    return next((found for name in FALLBACK_EDITORS if (found := shutil.which(name))), None)
 
 
 @memory.command("clear")
@@ -222,6 +254,8 @@ def memory_audit(ctx: click.Context, user: str, limit: int, as_json: bool) -> No
     if as_json:
         print_json([entry.to_json() for entry in entries])
         return
+    if not entries:
+        say_nothing(f"No writes or deletes are recorded for {user}.")
     for entry in entries:
         at = utc_text(entry.at, seconds=True)
         counts = f"-{entry.removed_count} +{entry.added_count}"

@@ -60,10 +60,10 @@ def import_file(
                 source = _seekable(pipe)
         else:
             source = file
-        size_mb = max(file.stat().st_size // 2**20, 1) if isinstance(source, Path) else 0
-        with Progress(size_mb, "Reading", "MB", quiet=quiet or not size_mb) as bar:
+        size = file.stat().st_size if isinstance(source, Path) else 0
+        with Progress(size, "Reading", "byte", quiet=quiet or not size) as bar:
             report = memoro.import_file(
-                user, source, format=fmt, progress=lambda done, size: bar.update(done // 2**20)
+                user, source, format=fmt, progress=lambda done, _: bar.update(done)
             )
     except OSError as exc:
         raise click.ClickException(f"cannot read {file}: {exc.strerror or exc}") from None
