@@ -93,7 +93,9 @@ class Arguments(BaseModel):
         }
 
 
-Run = Callable[[Memoro, str, Any], str]
+Run = Callable[[Memoro, str, Any], "str | ToolResult"]
+"""A tool's body: the text the model reads, or a ToolResult when it may be
+an error (a refused write)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,7 +113,8 @@ class Tool(ToolSpec):
 def tool(
     arguments: type[Arguments], description: str, *, without_user: str | None = None
 ) -> Callable[[Run], Tool]:
-    """Make a typed function ``(memoro, user_id, arguments) -> text`` a Tool
+    """Make a typed function ``(memoro, user_id, arguments) -> text`` (or a
+    ToolResult) a Tool
     named after it, its schema and validation from ``arguments``."""
 
     def define(run: Run) -> Tool:
@@ -190,6 +193,8 @@ def describe(name: str, text: str, is_error: bool) -> str:
     ``memoro chat``), from the result the model read."""
     first = text.split("\n", 1)[0]
     if name == "memory_write":
+        if first.startswith("Not saved: "):
+            return "Memory not saved: " + first.removeprefix("Not saved: ")
         if is_error:
             return "Memory not changed: " + first.removeprefix("Error: ")
         saved = re.match(r"Saved\. ([\d,]+) lines? removed, ([\d,]+) lines? added", first)
@@ -290,8 +295,10 @@ changes: merge or shorten lines and write again.
 The result lists the lines this write removed and added. Read the removed lines and make sure \
 each removal was intended.""",
 )
-def memory_write(memoro: Memoro, user_id: str, args: MemoryWrite) -> str:
-    return render_write(memoro.write_block(user_id, args.block, writer=Writer.MODEL))
+def memory_write(memoro: Memoro, user_id: str, args: MemoryWrite) -> ToolResult:
+    result = memoro.write_block(user_id, args.block, writer=Writer.MODEL)
+    # refused (empty or over the limit): an error, so neither host nor model takes it for a save
+    return ToolResult(render_write(result), is_error=result.rejected)
 
 
 @tool(
@@ -396,6 +403,7 @@ def execute(
             "Error: the user could not be confirmed, so nothing was changed.", is_error=True
         )
     try:
-        return ToolResult(tool.run(memoro, user_id, _arguments(tool, arguments)))
+        out = tool.run(memoro, user_id, _arguments(tool, arguments))
     except (_BadArguments, InvalidInput) as exc:
         return ToolResult(f"Error: {exc}. Nothing was changed.", is_error=True)
+    return out if isinstance(out, ToolResult) else ToolResult(out)

@@ -300,6 +300,8 @@ def test_tool_calls_run_for_the_given_user(setup: Setup) -> None:
     assert memory.read_block("bob") is None
     bad = memory.execute_tool("ann", "memory_write", '{"block": 5}')
     assert bad.is_error
+    too_long = memory.execute_tool("ann", "memory_write", {"block": "x" * 4001})
+    assert too_long.is_error and "Not saved" in too_long.text  # through POST /v1/tools/…
     as_json = memory.execute_tool("ann", "conversation_search", '{"query": "x"}')
     assert not as_json.is_error
     nobody = memory.execute_tool(None, "memory_write", {"block": "x"})

@@ -278,7 +278,11 @@ def test_turns_are_recorded_searched_and_deleted(token_server: str, service: Mem
 def test_the_prompt_and_tool_calls_over_http(token_server: str) -> None:
     with client(token_server, "ann") as http:
         call = http.post("/v1/tools/memory_write", json={"arguments": '{"block": "Name: Ann"}'})
-        assert call.json()["text"].startswith("Saved.")
+        assert call.json()["text"].startswith("Saved.") and not call.json()["is_error"]
+        for refused in ("x" * 4001, " "):  # over the limit, empty: 200, and an error result
+            call = http.post("/v1/tools/memory_write", json={"arguments": {"block": refused}})
+            assert call.status_code == 200 and call.json()["is_error"] is True
+            assert call.json()["text"].startswith("Not saved:")
         prompt = http.get("/v1/prompt").json()
         assert prompt["text"].endswith("Personal memory (9/4,000 characters)\nName: Ann")
         assert prompt["anthropic"][0]["cache_control"] == {"type": "ephemeral"}

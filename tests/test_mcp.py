@@ -72,10 +72,10 @@ async def test_write_read_back_and_the_rules_warnings(web_service: Memoro) -> No
         result = await client.call_tool("memory_write", {"block": "Name: Annie\nTeam: blue"})
         assert not result.is_error
         assert "- Name: Ann\n" in _text(result) and "+ Name: Annie\n" in _text(result)
-        too_long = _text(await client.call_tool("memory_write", {"block": "x" * 4001}))
-        assert "Cut at least 1 character" in too_long
-        empty = _text(await client.call_tool("memory_write", {"block": " "}))
-        assert "memory_delete_all" in empty
+        too_long = await client.call_tool("memory_write", {"block": "x" * 4001})
+        assert too_long.is_error and "Cut at least 1 character" in _text(too_long)
+        empty = await client.call_tool("memory_write", {"block": " "})
+        assert empty.is_error and "memory_delete_all" in _text(empty)
         resource = await client.read_resource(MEMORY_URI)
         expected = memory_section("Name: Annie\nTeam: blue")
         assert resource.contents[0].text == expected

@@ -48,6 +48,7 @@ def test_t1_the_result_shows_removed_and_added_lines_and_the_block(memoro: Memor
 
 def test_t1_an_over_limit_write_tells_the_model_how_much_to_cut(memoro: Memoro) -> None:
     result = memoro.execute_tool("ann", "memory_write", {"block": "y" * 4100})
+    assert result.is_error  # refused: a host and the model can tell it from a save
     assert "4,100" in result.text and "Cut at least 100 characters" in result.text
     assert memoro.read_block("ann") is None
 
@@ -55,14 +56,14 @@ def test_t1_an_over_limit_write_tells_the_model_how_much_to_cut(memoro: Memoro) 
 def test_t1_an_empty_write_points_to_the_delete_tool(memoro: Memoro) -> None:
     memoro.execute_tool("ann", "memory_write", {"block": "Name: Ann"})
     result = memoro.execute_tool("ann", "memory_write", {"block": "\n\n"})
-    assert "memory_delete_all" in result.text
+    assert result.is_error and "memory_delete_all" in result.text
     assert memoro.read_block("ann").text == "Name: Ann"  # type: ignore[union-attr]
 
 
 def test_t1_an_identical_write_says_nothing_changed(memoro: Memoro) -> None:
     memoro.execute_tool("ann", "memory_write", {"block": "Name: Ann"})
     result = memoro.execute_tool("ann", "memory_write", {"block": "Name: Ann"})
-    assert result.text.startswith("No change")
+    assert result.text.startswith("No change") and not result.is_error
 
 
 def test_t1_arguments_may_arrive_as_a_json_string(memoro: Memoro) -> None:
@@ -146,7 +147,10 @@ def test_each_tool_call_is_labelled_for_people_by_what_it_did(memoro: Memoro) ->
     assert label("memory_write", {"block": "b\nc"}) == (
         "Memory unchanged: the assistant wrote the same block again"
     )
-    assert label("memory_write", {"block": " "}).startswith("Memory not saved: ")
+    assert label("memory_write", {"block": " "}).startswith("Memory not saved: the block you")
+    assert label("memory_write", {"block": "x" * 4001}).startswith(
+        "Memory not saved: the block would be 4,001 characters"
+    )
     assert label("memory_delete_all", {}) == "Memory cleared: everything remembered was deleted"
     assert label("conversation_search", {"query": "x"}) == (
         "Searched past conversations for 'x': nothing found"
