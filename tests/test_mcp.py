@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -248,3 +249,28 @@ def test_over_http_a_missing_or_bad_token_is_refused(
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     response = httpx.post(f"{token_url}/mcp", json=body, headers=headers, timeout=10)
     assert response.status_code == 401
+
+
+async def test_the_printed_host_config_runs_the_server_on_this_shells_data(
+    tmp_path: Path,
+) -> None:
+    """A host starts `memoro mcp` with its own environment: the config that
+    `memoro mcp --config` prints carries MEMORO_HOME and the other settings."""
+    shell = {**os.environ, "MEMORO_HOME": str(tmp_path / "data"), "MEMORO_EMBEDDER": "keyword"}
+    printed = subprocess.run(
+        [sys.executable, "-m", "memoro", "mcp", "--config"],
+        env=shell,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    server = json.loads(printed.stdout)["mcpServers"]["memoro"]
+    assert server["args"] == ["mcp"]
+    assert server["env"] == {"MEMORO_HOME": str(tmp_path / "data"), "MEMORO_EMBEDDER": "keyword"}
+    params = StdioServerParameters(
+        command=server["command"], args=server["args"], env=server["env"]
+    )
+    async with Client(params) as client:
+        await client.call_tool("memory_write", {"block": "Editor: helix"})
+    with Memoro.open(tmp_path / "data", embedder=None, worker=False) as check:
+        assert check.read_block("local").text == "Editor: helix"  # type: ignore[union-attr]
