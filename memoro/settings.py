@@ -179,7 +179,8 @@ SETTINGS: tuple[Setting, ...] = (
         name="local_user",
         env="MEMORO_LOCAL_USER",
         default="local",
-        help="The user id of the one user in auth local mode.",
+        help="The user id of the one user in auth local mode, and the CLI's user when --user"
+        " is not given.",
         metavar="USER",
     ),
     Setting(
