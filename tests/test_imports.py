@@ -105,6 +105,40 @@ def test_claude_follows_the_leaf_and_leaves_out_thinking_and_tools() -> None:
     assert older.title is None
 
 
+def test_claude_without_a_leaf_takes_the_last_branch_when_its_newest_message_has_no_time(
+    tmp_path: Path,
+) -> None:
+    """A regenerated answer with no created_at is not "the oldest": the
+    export lists it last, and that is the branch the user saw."""
+
+    def said(uuid: str, parent: str, sender: str, text: str, at: str | None) -> dict[str, Any]:
+        return {
+            "uuid": uuid,
+            "parent_message_uuid": parent,
+            "sender": sender,
+            "text": text,
+            "content": [{"type": "text", "text": text}],
+            "created_at": at,
+        }
+
+    root = "00000000-0000-4000-8000-000000000000"
+    chat = {
+        "uuid": "c-regen",
+        "name": "Regenerated",
+        "created_at": "2024-05-01T09:00:00Z",
+        "chat_messages": [
+            said("q1", root, "human", "Name a colour", "2024-05-01T09:00:00Z"),
+            said("a1", "q1", "assistant", "Blue (first try)", "2024-05-01T09:00:05Z"),
+            said("a2", "q1", "assistant", "Green (regenerated)", None),
+        ],
+    }
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps([chat]))
+    with Source.open(path) as source:
+        (found,) = list(read(source, "claude", Tally()))
+    assert [t.answer for t in found.turns] == ["Green (regenerated)"]
+
+
 def test_open_webui_follows_current_id_and_cuts_reasoning_and_tool_calls() -> None:
     (chat,), tally, format = load("openwebui-export.json")
     assert format == "openwebui" and (chat.id, chat.title) == ("openwebui:owui-1", "Recipe help")
@@ -357,19 +391,19 @@ def test_open_webui_hidden_blocks_are_cut_in_linear_time() -> None:
         "<details " * 500_000 + ">",
         closed * 50_000,
     ]:
-        started = time.monotonic()
+        started = time.process_time()  # this process's CPU: other load does not count
         cut_hidden(text)
-        assert time.monotonic() - started < 5  # quadratic: hours
+        assert time.process_time() - started < 5  # quadratic: hours
 
 
 def test_one_huge_string_is_refused_not_parsed_for_minutes(tmp_path: Path) -> None:
     path = tmp_path / "conversations.json"
     with path.open("w") as file:  # escaped quotes do not end a string
         file.write('[{"id": "x", "title": "' + 'ab\\"cd' * 12_000_000 + '"}]')
-    started = time.monotonic()
+    started = time.process_time()  # this process's CPU: other load does not count
     with pytest.raises(InvalidInput, match="holds a single value of more than 64 MB"):
         read_file(path, "chatgpt")
-    assert time.monotonic() - started < 30
+    assert time.process_time() - started < 30
 
 
 def test_a_zip_bomb_of_many_members_is_refused_before_any_is_read(
@@ -616,10 +650,10 @@ def test_many_messages_without_ids_pair_in_linear_time(tmp_path: Path) -> None:
     path = tmp_path / "conversations.json"
     messages = [{"sender": ("human", "assistant")[i % 2], "text": f"m{i}"} for i in range(100_000)]
     path.write_text(json.dumps([{"uuid": "c", "chat_messages": messages}]))
-    started = time.monotonic()
+    started = time.process_time()  # this process's CPU: other load does not count
     (chat,), _ = read_file(path, "claude")
     assert len({t.key for t in chat.turns}) == 50_000
-    assert time.monotonic() - started < 30  # a key search per copy: minutes
+    assert time.process_time() - started < 30  # a key search per copy: minutes
 
 
 def test_a_title_that_is_not_text_is_left_out_and_its_turns_imported(

@@ -9,7 +9,7 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TypeVar
 
 from memoro.imports.model import ImportedConversation, ImportedTurn, Message, Tally
@@ -18,7 +18,6 @@ from memoro.imports.times import BadTime, parse
 
 N = TypeVar("N")
 
-_EPOCH = datetime(1, 1, 1, tzinfo=UTC)
 
 
 def branch(
@@ -28,8 +27,7 @@ def branch(
     when: Callable[[N], datetime | None],
 ) -> list[str]:
     """Ids from the root to ``leaf``, following ``parent``. When ``leaf`` is
-    missing or not a node, the newest leaf is used (latest ``when``; among
-    equals, the last in ``nodes`` order)."""
+    missing or not a node, the newest leaf is used (``newest_leaf``)."""
     if leaf not in nodes:
         leaf = newest_leaf(nodes, parent, when)
     path: list[str] = []
@@ -47,12 +45,17 @@ def newest_leaf(
     parent: Callable[[N], str | None],
     when: Callable[[N], datetime | None],
 ) -> str | None:
-    """The node no other node names as parent, latest by ``when``."""
+    """The node no other node names as parent, latest by ``when``; when a
+    leaf has no time, the last leaf in ``nodes`` order (the export's own
+    order), since a missing time says nothing of age."""
     parents = {parent(node) for node in nodes.values()}
     leaves = [(i, key) for i, key in enumerate(nodes) if key not in parents]
     if not leaves:
         return None
-    return max(leaves, key=lambda pair: (when(nodes[pair[1]]) or _EPOCH, pair[0]))[1]
+    times = [when(nodes[key]) for _, key in leaves]
+    if any(at is None for at in times):
+        return leaves[-1][1]
+    return max(zip(times, leaves, strict=True), key=lambda pair: (pair[0], pair[1][0]))[1][1]
 
 
 def pair(
