@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -302,3 +303,17 @@ def test_the_installed_console_script_runs(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     shown = subprocess.run([memoro, "memory", "show", "-u", "ann"], env=env, capture_output=True)
     assert shown.stdout == b"hello\n"
+
+
+def test_an_unreachable_postgresql_is_one_clear_line_at_once(home: Path) -> None:
+    from tests.web_server import free_port
+
+    url = f"postgresql://memoro@127.0.0.1:{free_port()}/memoro"  # nothing listens there
+    for args in (("status",), ("migrate",), ("memory", "show")):
+        started = time.monotonic()
+        result = run(home, "--database-url", url, *args)
+        assert time.monotonic() - started < 20, args  # not the pool's 30 s of retries
+        assert result.exit_code == 1, (args, result.output)
+        (line,) = result.stderr.splitlines()  # no pool warnings, no traceback
+        assert line.startswith("Error: cannot ") and "PostgreSQL" in line, line
+        assert "Connection refused" in line

@@ -32,7 +32,7 @@ from memoro.store.base import Known, Store
 from memoro.store.blocks import SqlBlocks, SqlBlockTransaction, block_from_row
 from memoro.store.dialect import Conn
 from memoro.store.memory import budget
-from memoro.store.postgres._db import JOBS_CHANNEL, PG, PgConn, migrate
+from memoro.store.postgres._db import JOBS_CHANNEL, PG, PgConn, migrate, one_line
 from memoro.store.postgres.blocks_cache import BlockCache
 from memoro.store.postgres.health import PgHealth
 from memoro.store.postgres.history import PgHistory
@@ -46,6 +46,18 @@ log = logging.getLogger("memoro.store")
 
 POOL_TIMEOUT = 10.0
 """Seconds a request waits for a database connection before it fails."""
+CONNECT_TIMEOUT = 5
+"""Seconds opening the store waits for a first connection (a host that does
+not answer at all)."""
+
+
+def _reachable(url: str) -> None:
+    """Connect once, or raise StoreError saying why in one line."""
+    try:
+        with psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT):
+            pass
+    except psycopg.Error as exc:
+        raise StoreError(f"cannot connect to PostgreSQL: {one_line(exc)}") from None
 
 
 class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, SqlUsers, PgHealth, Store):
@@ -64,6 +76,7 @@ class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, SqlUsers
         cache_mb: int = budget.DEFAULT_MB,
     ) -> None:
         self.url = url
+        _reachable(url)  # one clear error at once, before a pool retries and logs for 30 s
         self.blocks = BlockCache(url)
         self._open_indexes(self._snapshot, cache_mb, self._keep_index)
         try:

@@ -70,6 +70,11 @@ class PgConn:
         return cursor
 
 
+def one_line(exc: Exception) -> str:
+    """A driver error in one line: libpq's spans several (the reason, a hint)."""
+    return " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+
+
 def vector_literal(v: npt.NDArray[np.float32]) -> str:
     """A vector as pgvector's text input."""
     return "[" + ",".join(f"{x:.7g}" for x in np.asarray(v, dtype=np.float32)) + "]"
@@ -92,7 +97,7 @@ def migrate(url: str, *, upto: int | None = None) -> None:
 
             migrations.apply(conn, PG, run, upto=upto)
     except psycopg.Error as exc:
-        raise MigrationError(f"cannot migrate the PostgreSQL database: {exc}") from exc
+        raise MigrationError(f"cannot migrate the PostgreSQL database: {one_line(exc)}") from exc
 
 
 _OWNED = ("conversations", "turns", "chunks", "postings", "vectors")
