@@ -210,7 +210,7 @@ def test_the_cli_runs_on_postgresql(postgres: tuple[str, str]) -> None:
         runner.invoke(cli, ["memory", "set", "-u", "ann"], input="Name: Ann", env=env).exit_code
         == 0
     )
-    assert runner.invoke(cli, ["memory", "show", "-u", "ann"], env=env).stdout == "Name: Ann"
+    assert runner.invoke(cli, ["memory", "show", "-u", "ann"], env=env).stdout == "Name: Ann\n"
     bad = runner.invoke(
         cli, ["memory", "show", "-u", "ann"], env={"MEMORO_DATABASE_URL": "mysql://x"}
     )
