@@ -19,7 +19,6 @@ from memoro.imports.times import BadTime, parse
 N = TypeVar("N")
 
 
-
 def branch(
     nodes: Mapping[str, N],
     parent: Callable[[N], str | None],
