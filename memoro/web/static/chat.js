@@ -2,6 +2,7 @@
 // written, and watch the memory block change as the assistant writes it.
 import { csrf, errorMessage, call, el } from "./api.js";
 import { charCount, LIMIT } from "./block.js";
+import { render } from "./markdown.js";
 
 const transcript = document.getElementById("transcript");
 const message = document.getElementById("message");
@@ -20,6 +21,19 @@ function add(who, text, kind = "") {
   transcript.append(item);
   item.scrollIntoView({ block: "nearest" });
   return body;
+}
+
+// The assistant's words, as Markdown made safe (markdown.js): never HTML.
+function addAnswer(text, kind) {
+  const body = add("Assistant", "", kind);
+  body.className = "answer";
+  show(body, text);
+  return body;
+}
+
+function show(body, text) {
+  body.dataset.text = text;
+  body.replaceChildren(render(text));
 }
 
 // A tool call, labelled by what it did; its details (the lines a write
@@ -95,10 +109,10 @@ async function send(text) {
     for await (const event of events(response)) {
       if (event.name === "text") {
         if (answer === null) {
-          answer = add("Assistant", "", "assistant streaming");
+          answer = addAnswer("", "assistant streaming");
           item = answer.parentElement;
         }
-        answer.textContent += event.data.text;
+        show(answer, answer.dataset.text + event.data.text);
       } else if (event.name === "tool") {
         addTool(event.data);
         answer = null;  // words after a tool call start a new bubble
@@ -107,7 +121,7 @@ async function send(text) {
       } else if (event.name === "done") {
         conversation = event.data.conversation;
         if (item) item.classList.remove("streaming");
-        if (!item && event.data.answer) add("Assistant", event.data.answer, "assistant");
+        if (!item && event.data.answer) addAnswer(event.data.answer, "assistant");
         if (event.data.stopped) say("The assistant stopped after too many tool calls in a row.", "error");
         else say("");
       } else if (event.name === "error") {
