@@ -391,3 +391,95 @@ def test_delete_all_my_data_asks_once_more_then_erases_everything(
     page.get_by_role("link", name="Start again").click()
     expect(page.locator("body")).to_have_attribute("data-ready", "true")
     expect(page.locator("#block")).to_have_value("")
+
+
+def test_search_names_every_hit_by_its_conversation_and_marks_the_words(
+    page: Page, url: str, many: Memoro
+) -> None:
+    long = "filler words " * 60 + "the heron nested by the lake " + "more filler " * 60
+    many.record_turn(USER, "c005", "a question about birds", long)
+    many.index_pending()
+    open_conversations(page, url)  # lists the latest 25: c005 is not among them
+    page.get_by_role("searchbox").fill("heron lake")
+    page.get_by_role("searchbox").press("Enter")
+    hit = page.locator("#hits li").first
+    expect(hit.locator(".hit-head .title")).to_have_text("Question number 5 about topic 5")
+    text = hit.locator(".hit-text")
+    expect(text.locator("mark")).to_have_text(["heron", "lake"])
+    shown = text.inner_text()
+    assert shown.startswith("… ") and shown.endswith(" …")  # a window around the match
+    inner = shown.removeprefix("… ").removesuffix(" …")
+    # cut at spaces, never inside a word
+    assert inner.split()[0] in ("filler", "words") and inner.split()[-1] in ("more", "filler")
+
+
+def test_a_query_with_markup_is_marked_as_text(page: Page, url: str, service: Memoro) -> None:
+    service.record_turn(USER, "c", "about <b>bold</b> tags", "ok")
+    service.index_pending()
+    open_conversations(page, url)
+    page.get_by_role("searchbox").fill("<b>bold</b>")
+    page.get_by_role("searchbox").press("Enter")
+    expect(page.locator("#hits .hit-text")).to_contain_text("about <b>bold</b> tags")
+    assert page.locator("#hits b").count() == 0
+
+
+def test_an_old_notice_goes_when_the_person_moves_on(page: Page, url: str, many: Memoro) -> None:
+    open_conversations(page, url)
+    row = page.locator("li[data-id='c059']")
+    row.get_by_role("button", name="Delete").click()
+    page.locator("#confirm-delete").get_by_role("button", name="Delete").click()
+    expect(page.locator("#status")).to_contain_text("Deleted")
+    page.get_by_role("searchbox").fill("topic")
+    page.get_by_role("searchbox").press("Enter")
+    expect(page.locator("#status")).to_have_text("")
+
+
+def test_the_sections_stay_in_view_when_a_conversation_opens(
+    page: Page, url: str, many: Memoro
+) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    open_conversations(page, url)
+    page.get_by_role("button", name="Show more").click()
+    page.locator("li[data-id='c010']").get_by_role("button", name="Open").click()
+    expect(page.locator("#turn-list")).to_contain_text("Question number 10")
+    assert in_view(page, "#turns-title")
+    assert in_view(page, "nav"), "the navigation scrolled away"
+
+
+def test_an_import_ends_with_its_report_in_view(page: Page, url: str, many: Memoro) -> None:
+    many.worker.start()
+    try:
+        page.set_viewport_size({"width": 1280, "height": 800})
+        open_conversations(page, url)
+        fixture = Path(__file__).parent / "fixtures" / "imports" / "chatgpt-conversations.json"
+        page.set_input_files("#import-file", str(fixture))
+        page.click("#import-start")
+        expect(page.locator("#import-status")).to_contain_text(
+            "Imported 5 new turns", timeout=30_000
+        )
+        expect(page.locator("#import-report")).to_contain_text("by the date of their last message")
+        assert in_view(page, "#import-status"), "the report is out of sight"
+    finally:
+        many.worker.stop()
+
+
+def test_the_memory_page_reads_well_from_empty_to_refused(
+    page: Page, url: str, service: Memoro
+) -> None:
+    failed: list[str] = []
+    page.on("response", lambda r: failed.append(r.url) if r.status == 404 else None)
+    open_memory(page, url)
+    expect(page.locator("#audit-empty")).to_have_text("No changes yet.")
+    expect(page.locator("#audit li")).to_have_count(0)  # not "1. No changes yet."
+    expect(page.get_by_role("button", name="Save")).to_have_class("primary")
+    page.locator("#block").fill("y" * 4010)
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#status")).to_have_text(
+        "Nothing saved: the memory would be 4,010 characters and the limit is 4,000."
+        " Shorten it by at least 10 characters and save again; your text is still here."
+    )
+    page.locator("#block").fill("Name: Ann")
+    service.write_block(USER, "Name: Ann\nCity: Oslo", writer="user")  # the CLI, say
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#conflict")).to_contain_text("by you or an app acting for you")
+    assert failed == []  # the favicon included

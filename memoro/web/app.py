@@ -14,7 +14,13 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+)
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Route
@@ -170,6 +176,11 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
                 methods |= {"GET", "HEAD"}
             response.headers["Allow"] = ", ".join(sorted(methods))
         return response
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> Response:
+        # the pages name /static/favicon.svg; this is for what asks the usual place
+        return FileResponse(HERE / "static" / "favicon.svg", media_type="image/svg+xml")
 
     @app.get("/static/block-rules.js", include_in_schema=False)
     def block_rules() -> Response:

@@ -24,9 +24,55 @@ function plural(n, word) { return `${n.toLocaleString()} ${word}${n === 1 ? "" :
 
 function nameOf(id) { return titles.get(id) || id; }
 
+// Every conversation's name, once, for the search results: a hit may be in
+// a conversation further down than the pages listed so far.
+let allNamed = null;
+function nameAll() {
+  allNamed ??= call("GET", "/v1/conversations").then((result) => {
+    if (!result.ok) { allNamed = null; return; }
+    for (const c of result.data) titles.set(c.id, c.title || c.preview || c.id);
+  });
+  return allNamed;
+}
+
+// A hit's text around its first match, cut at spaces (never inside a word),
+// with the query's words marked; built from text nodes, never markup.
+const AROUND = 160, SNIPPET = 480;
+export function snippet(text, query) {
+  const words = [...new Set(query.toLowerCase().match(/[\p{L}\p{N}]{2,}/gu) || [])];
+  const escaped = words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  const pattern = escaped.length
+    ? new RegExp(`(?<![\\p{L}\\p{N}])(?:${escaped.join("|")})[\\p{L}\\p{N}]*`, "giu") : null;
+  let start = 0, end = text.length;
+  if (text.length > SNIPPET) {
+    const first = Math.max(pattern ? text.search(pattern) : 0, 0);
+    start = Math.max(0, first - AROUND);
+    while (start > 0 && start < first && !/\s/.test(text[start - 1])) start++; // to a word's start
+    end = Math.min(text.length, start + SNIPPET);
+    let cut = end;
+    while (cut > first && cut < text.length && !/\s/.test(text[cut])) cut--; // to a word's end
+    if (cut > first) end = cut;
+  }
+  const shown = text.slice(start, end);
+  const out = [];
+  if (start > 0) out.push("… ");
+  let at = 0;
+  if (pattern) {
+    for (const found of shown.matchAll(pattern)) {
+      if (found.index > at) out.push(shown.slice(at, found.index));
+      out.push(el("mark", "", found[0]));
+      at = found.index + found[0].length;
+    }
+  }
+  out.push(shown.slice(at));
+  if (end < text.length) out.push(" …");
+  return out;
+}
+
 function day(iso) { return new Date(iso).toLocaleDateString(); }
 
 async function open(id, turnId = null) {
+  say("");
   const result = await call("GET", `/v1/conversations/${encodeURIComponent(id)}`);
   if (!result.ok) { say(errorMessage(result), "error"); return; }
   openId = id;
@@ -119,8 +165,10 @@ async function refresh() {
 }
 
 async function search(query) {
+  say("");
   const result = await call("GET", `/v1/search?limit=20&q=${encodeURIComponent(query)}`);
   if (!result.ok) { say(errorMessage(result), "error"); return; }
+  if (result.data.hits.some((hit) => !titles.has(hit.conversation))) await nameAll();
   hits.replaceChildren();
   list.hidden = true;
   more.hidden = true;
@@ -132,8 +180,11 @@ async function search(query) {
   for (const hit of result.data.hits) {
     const item = el("li");
     item.dataset.conversation = hit.conversation;
-    const head = el("div", "meta", `${nameOf(hit.conversation)} · ${new Date(hit.at).toLocaleString()}`);
-    const text = el("div", "turn-text hit-text", hit.text);
+    const head = el("div", "hit-head");
+    head.append(el("span", "title", nameOf(hit.conversation)),
+                el("span", "meta", ` · ${new Date(hit.at).toLocaleString()}`));
+    const text = el("div", "turn-text hit-text");
+    text.append(...snippet(hit.text, query));
     const openButton = el("button", "", "Open");
     openButton.setAttribute("aria-label", `Open ${nameOf(hit.conversation)} at this turn`);
     openButton.addEventListener("click", () => open(hit.conversation, hit.turn_id));
@@ -144,6 +195,7 @@ async function search(query) {
 }
 
 function showAll() {
+  say("");
   searchBox.value = "";
   hits.hidden = true;
   hits.replaceChildren();
@@ -158,7 +210,7 @@ document.getElementById("search-form").addEventListener("submit", (event) => {
   if (query) search(query); else showAll();
 });
 clearSearch.addEventListener("click", showAll);
-more.addEventListener("click", () => showPage(false));
+more.addEventListener("click", () => { say(""); showPage(false); });
 document.getElementById("turns-close").addEventListener("click", closePanel);
 document.addEventListener("keydown", (event) => {
   if (event.key === "Escape" && !section.hidden && !dialog.open) closePanel();
@@ -218,6 +270,7 @@ function showReport(done) {
   if (unknown.length) lines.push("Left out (unknown content): " + unknown.map(([kind, n]) => `${kind} (${n})`).join(", ") + ".");
   if (r.failed) lines.push(`Could not import ${plural(r.failed, "turn or conversation")}: ` + r.problems.join("; "));
   if (r.block) lines.push(`Memory block: ${r.block}.`);
+  if (r.imported) lines.push("The imported conversations are in the list above by the date of their last message.");
   report.replaceChildren(...lines.map((line) => el("li", "", line)));
 }
 
@@ -226,7 +279,15 @@ async function follow(id) {
     const result = await call("GET", `/v1/imports/${encodeURIComponent(id)}`);
     if (!result.ok) { tell(errorMessage(result), "error"); return; }
     const state = result.data;
-    if (state.status === "done") { bar.hidden = true; showReport(state); await refresh(); return; }
+    if (state.status === "done") {
+      bar.hidden = true;
+      showReport(state);
+      allNamed = null;
+      await refresh();
+      // the list above has just grown: keep the report where the person is looking
+      importStatus.scrollIntoView({ block: "nearest" });
+      return;
+    }
     if (state.status === "failed") { bar.hidden = true; tell(`The import failed: ${state.error}`, "error"); return; }
     bar.max = Math.max(state.size, 1);
     bar.value = state.read_bytes;
@@ -242,6 +303,7 @@ form.addEventListener("submit", async (event) => {
   if (!file) { tell("Choose the export file first.", "error"); return; }
   const button = document.getElementById("import-start");
   button.disabled = true;
+  say("");
   report.replaceChildren();
   bar.hidden = false;
   bar.value = 0;

@@ -90,7 +90,8 @@ async function loadAudit() {
   const result = await call("GET", "/v1/memory/audit?limit=20");
   list.replaceChildren();
   if (!result.ok) return;
-  if (!result.data.length) list.append(el("li", "meta", "No changes yet."));
+  list.hidden = !result.data.length;
+  document.getElementById("audit-empty").hidden = Boolean(result.data.length);
   for (const entry of result.data) {
     const item = el("li");
     const who = entry.writer === "user" ? "You" : "The assistant";
@@ -116,7 +117,11 @@ function changed(removed, added) {
 async function whoChanged() {
   const result = await call("GET", "/v1/memory/audit?limit=1");
   const last = result.ok ? result.data[0] : null;
-  return last?.writer === "model" ? "the assistant" : last?.writer === "user" ? "you, elsewhere" : "someone else";
+  // the audit knows the writer, not the place: a person's save may come from
+  // another tab, the memoro command or an app acting for them
+  if (last?.writer === "model") return "the assistant";
+  if (last?.writer === "user") return "you or an app acting for you (another tab, the memoro command)";
+  return "someone else";
 }
 
 // The server's block is no longer the one editing began from: show what the
@@ -153,7 +158,7 @@ async function save() {
   }
   const result = await call("PUT", "/v1/memory", { block: text }, { "If-Match": `"${expected}"` });
   if (result.status === 412) { await conflict(result.data.error.current, result.data.error.etag); return; }
-  if (result.status === 422 && result.data?.warnings) { say(result.data.warnings.join(" "), "error"); return; }
+  if (result.status === 422 && result.data?.outcome) { say(refused(result.data), "error"); return; }
   if (!result.ok) { say(errorMessage(result), "error"); return; }
   startContent = result.data.block;
   startEtag = result.data.etag;
@@ -163,6 +168,18 @@ async function save() {
   showLines(result.data.removed, result.data.added);
   say(result.data.outcome === "unchanged" ? "No change: this is what was saved already." : "Saved.", "ok");
   loadAudit();
+}
+
+// Why a save was refused, written for the person at the page (the server's
+// warnings are written for the model, which rewrites the block itself).
+function refused(answer) {
+  if (answer.outcome === "empty") {
+    return "Nothing saved: the memory is empty. To delete everything, use Clear all.";
+  }
+  const n = (x) => x.toLocaleString("en-US");
+  return `Nothing saved: the memory would be ${n(answer.attempted_count)} characters and the`
+    + ` limit is ${n(answer.limit)}. Shorten it by at least ${n(answer.over_by)}`
+    + ` character${answer.over_by === 1 ? "" : "s"} and save again; your text is still here.`;
 }
 
 async function clearAll() {
