@@ -1,7 +1,7 @@
 """Debian's Chromium for the page tests, driven by Playwright: one browser
-shared while it lives, launched again when it has died, and a fresh context
-(cookies, storage, pages) for every test. A test module imports the fixtures
-and marks itself ``pytestmark = rerun_if_chromium_died``.
+per test module while it lives, launched again when it has died, and a
+fresh context (cookies, storage, pages) for every test. A test module
+imports the fixtures and marks itself ``pytestmark = rerun_if_chromium_died``.
 
 Chromium can die under a loaded machine through no fault of the page (the
 crash this guards against was seen at load 7 on two cores). The test that was
@@ -150,8 +150,11 @@ rerun_if_chromium_died = pytest.mark.flaky(reruns=1, condition=chromium_died)
 (the environment's fault); any other failure stands."""
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Chromium]:
+    """The driver and browser of one test module: Playwright's sync API keeps
+    an event loop running on this thread while it is started, which the
+    async tests of later modules (anyio) could not run beside."""
     yield CHROME
     CHROME.close()
 
