@@ -256,9 +256,11 @@ class Corpus:
                 ),
                 ("MCP HTTP", "mcp-http", self.mcp_http("mcp-http", _call("memory_write", args), n)),
             ):
+                # a refused write is an error result whose text says why
+                refused = said[0] == "tool-error" and str(said[1]).startswith("Not saved")
                 answers[interface] = (
                     _tool_text(said[1], lambda user=user: self.block(user))
-                    if said[0] == "tool-ok"
+                    if said[0] == "tool-ok" or refused
                     else said
                 )
             if _argv_safe(text):

@@ -97,7 +97,7 @@ TOOLS: list[tuple[str, str, bool]] = [
     ("conversation_search", json.dumps({"query": "y" * 4001}), True),
     ("memory_write", '{"block": 5}', True),
     ("memory_write", '{"block": "Tool: \\udcffyes"}', False),
-    ("memory_write", '{"block": ""}', False),
+    ("memory_write", '{"block": ""}', True),  # refused (empty): an error result
     ("memory_write", "{}", True),
     ("memory_write", '{"block": "x", "extra": 1}', True),
     ("memory_delete_all", '{"anything": 1}', True),
