@@ -49,7 +49,7 @@ from _bad_input import corpus
 from _deletion import deletion_truth, user_deletion
 from _kills import block_writes, serve, workers
 from _place import Place, Row, place
-from _server import SECRET, serving
+from _server import SECRET, client, serving
 
 from memoro.auth import Signer
 
@@ -85,7 +85,7 @@ def mixed_load(where: Place, clients: int, seconds: float) -> list[Row]:
     statuses: list[int] = []
     lock = threading.Lock()
 
-    def client(i: int, url: str, until: float) -> None:
+    def drive(i: int, url: str, until: float) -> None:
         rng, user = random.Random(i), f"load{i}"
         with client(url, signer.issue(user)) as http:
             n = 0
@@ -127,7 +127,7 @@ def mixed_load(where: Place, clients: int, seconds: float) -> list[Row]:
 
     with serving(where.env()) as url:
         until = time.monotonic() + seconds
-        threads = [threading.Thread(target=client, args=(i, url, until)) for i in range(clients)]
+        threads = [threading.Thread(target=drive, args=(i, url, until)) for i in range(clients)]
         for t in threads:
             t.start()
         for t in threads:
