@@ -358,3 +358,21 @@ def test_a_folder_is_searched_through_oldest_first(tmp_path: Path) -> None:
         os.utime(log, (OLD - age, OLD - age))
     assert log_files(tmp_path / "projects") == list(reversed(logs))
     assert log_files(logs[0]) == [logs[0]]
+
+
+def test_an_uploaded_log_and_zip_import_through_the_worker(memoro: Memoro, tmp_path: Path) -> None:
+    """Over HTTP (POST /v1/imports, the Conversations page) a log is a copy:
+    what it holds is complete, its last turn included."""
+    path = tmp_path / "codex.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        for log in log_files(FIXTURES / "codex"):
+            archive.write(log, log.relative_to(FIXTURES / "codex"))
+    ids = []
+    for name, data in (("session.jsonl", CLAUDE.read_bytes()), ("codex.zip", path.read_bytes())):
+        upload = memoro.start_upload("ann", name)
+        upload.write(data)
+        ids.append(memoro.finish_upload(upload, "auto").id)
+    memoro.index_pending()
+    reports = [memoro.import_status("ann", i) for i in ids]
+    assert [(r.report or {}).get("format") for r in reports if r] == ["claude-code", "codex"]
+    assert [(r.report or {}).get("imported") for r in reports if r] == [6, 6]

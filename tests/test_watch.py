@@ -9,13 +9,17 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import queue
+import select
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import httpx
 import pytest
@@ -298,13 +302,16 @@ def test_killed_mid_import_and_started_again_nothing_missed_nothing_doubled(
         "MEMORO_EMBEDDER": "keyword",
         "PYTHONUNBUFFERED": "1",
     }
-    watcher = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    watcher = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0
+    )
     assert watcher.stdout is not None
     # a pipe of one page: the watcher blocks on its lines (one per log) a
     # few dozen logs in, so the kill always lands part-way through
     fcntl.fcntl(watcher.stdout, fcntl.F_SETPIPE_SZ, 4096)
     for _ in range(5):  # a few logs in: kill it where it stands
-        assert watcher.stdout.readline(), watcher.stderr.read() if watcher.stderr else ""
+        ready, _, _ = select.select([watcher.stdout], [], [], 60)
+        assert ready and watcher.stdout.readline(), "the watcher printed nothing for a minute"
     watcher.send_signal(signal.SIGKILL)
     watcher.wait(30)
     watcher.stdout.close()
@@ -350,3 +357,69 @@ def test_a_codex_rollout_followed_as_it_grows(memoro: Memoro, tmp_path: Path) ->
     assert stored(memoro, "ann") == [("List the big files", "du -a | sort -n")]
     (conversation,) = memoro.list_conversations("ann")
     assert memoro.conversation_turns("ann", conversation.id)[0].key == key
+
+
+def test_a_running_watch_imports_within_seconds_and_stops_on_sigterm(tmp_path: Path) -> None:
+    logs = tmp_path / "projects"
+    logs.mkdir()
+    session = ClaudeCodeSession(logs / "s.jsonl")
+    env = {
+        **os.environ,
+        "MEMORO_HOME": str(tmp_path / "home"),
+        "MEMORO_EMBEDDER": "keyword",
+        "PYTHONUNBUFFERED": "1",
+    }
+    command = [sys.executable, "-m", "memoro", "watch", str(logs), "-u", "ann", "--interval", "0.2"]
+    watcher = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert watcher.stdout is not None and watcher.stderr is not None
+    out, err = Lines(watcher.stdout), Lines(watcher.stderr)
+    try:
+        assert "Following" in err.next()  # it has started
+        for n in range(2):
+            started = time.monotonic()
+            session.write(session.turn(f"Question {n}", [f"Answer {n}"]))
+            assert "1 new turn in “Question 0”" in out.next()  # the import's one line
+            assert time.monotonic() - started < 30
+        watcher.send_signal(signal.SIGTERM)
+        assert watcher.wait(30) == 0
+        assert "Imported 2 new turns." in err.next()
+    finally:
+        watcher.kill()
+        watcher.wait(30)
+        out.close()
+        err.close()
+    assert [q for q, _ in stored_in(tmp_path / "home")] == ["Question 0", "Question 1"]
+
+
+class Lines:
+    """A child's output, a line at a time, each waited for with a deadline."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for line in self.stream:
+            self.lines.put(line)
+
+    def close(self) -> None:
+        """Once the child has exited: its pipe is read to its end, then closed."""
+        self.reader.join(30)
+        self.stream.close()
+
+    def next(self, seconds: float = 60) -> str:
+        try:
+            return self.lines.get(timeout=seconds)
+        except queue.Empty:
+            raise AssertionError(f"no line within {seconds} s") from None
+
+
+def stored_in(home: Path) -> list[tuple[str, str]]:
+    with Memoro(
+        SqliteStore(home / "memoro.db"), Settings(home=home), embedder=None, worker=False
+    ) as m:
+        return stored(m, "ann")

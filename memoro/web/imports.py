@@ -153,7 +153,8 @@ class _Form:
     "/imports",
     status_code=202,
     response_model=ImportOut,
-    summary="Import an export (ChatGPT, Claude.ai, Open WebUI, LibreChat, SillyTavern, memoro)",
+    summary="Import an export (ChatGPT, Claude.ai, Open WebUI, LibreChat, SillyTavern, memoro)"
+    " or session logs (Claude Code, Codex CLI)",
     openapi_extra=_UPLOAD_SCHEMA,
 )
 async def start_import(request: Request, user: User, memoro: Service) -> Any:
