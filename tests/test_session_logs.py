@@ -81,7 +81,8 @@ def test_claude_code_keeps_the_dialogue_of_the_branch_the_user_saw(tmp_path: Pat
             "Here is the screenshot of the failure\n\n[image]",
             "The screenshot shows total 100 where 119 was expected.",
         ),
-        # /model and its output, shell mode, the sub-agent's own traffic: not turns
+        # /model and its output, shell mode, a background task's report, the
+        # sub-agent's own traffic: not turns
         (
             "d001",
             "Fix it please",
@@ -109,6 +110,7 @@ def test_claude_code_keeps_the_dialogue_of_the_branch_the_user_saw(tmp_path: Pat
         "summaries": 2,
         "reminders and hook context": 1,
         "meta messages": 2,
+        "task notifications": 1,
         "sub-agent messages": 2,
         "commands without a reply": 2,
         "reasoning": 1,

@@ -55,6 +55,7 @@ _BOOKKEEPING = frozenset(
         "attachment",
         "last-prompt",
         "permission-mode",
+        "mode",
         "agent-name",
         "agent-setting",
         "pr-link",
@@ -141,6 +142,8 @@ class ClaudeCodeLog(SessionLog):
             command = True
         elif text.startswith(_OUTPUT):
             tally.skipped["command and shell output"] += 1
+        elif _notification(raw, text):
+            tally.skipped["task notifications"] += 1
         elif text.startswith(_INTERRUPTED):
             tally.skipped["interruptions"] += 1
             self.end(self._key(owner))
@@ -254,6 +257,14 @@ class ClaudeCodeLog(SessionLog):
         self.prompts = list(state["prompts"])
         self.owners = dict(state["owners"])
         self.session = str(state["session"])
+
+
+def _notification(raw: dict[str, Any], text: str) -> bool:
+    """Text Claude Code put in the user's place (a background task's report):
+    ``origin.kind`` says who wrote it, where the log has it."""
+    origin = raw.get("origin")
+    kind = origin.get("kind") if isinstance(origin, dict) else None
+    return (kind is not None and kind != "human") or text.startswith("<task-notification>")
 
 
 def read(source: Source, tally: Tally) -> Iterator[ImportedConversation]:

@@ -305,7 +305,7 @@ def kind(value: object) -> str | None:
     """ "claude-code" or "codex" when a log line is plainly one of theirs."""
     if not isinstance(value, dict):
         return None
-    if value.keys() & _CLAUDE_KEYS or value.get("type") in _CLAUDE_TYPES:
+    if value.get("type") in _CLAUDE_TYPES or ("type" in value and value.keys() & _CLAUDE_KEYS):
         return "claude-code"
     if value.get("type") in _CODEX_TYPES and isinstance(value.get("payload"), dict):
         return "codex"
