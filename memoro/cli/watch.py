@@ -25,6 +25,7 @@ from memoro.imports.follow import Follower, Imported, Store
 from memoro.imports.model import ImportedConversation, Tally
 from memoro.service import Memoro
 from memoro.settings import Settings
+from memoro.turns import check_user
 
 RETRY_NOTICE_SECONDS = 300.0
 """How often an unreachable store is reported again while it stays so."""
@@ -102,6 +103,7 @@ def watch(
     """
     settings: Settings = ctx.find_root().obj
     log_to_stderr(settings.log_level)
+    user = check_user(user)  # a bad id is refused before anything is read
     roots = _roots(paths)
     target = server.rstrip("/") if server else settings.database_words()
     folder = state or settings.home / "watch" / _digest(user, target)
@@ -127,35 +129,47 @@ def watch(
         f" (state: {folder}).{'' if once else ' Ctrl-C stops.'}",
         err=True,
     )
+    total = _follow(follower, store, stop, interval, once)
+    summary = f"Imported {plural(total.imported, 'new turn')}."
+    if once and memoro is not None and not no_index:
+        indexed = index_own(memoro, user, total.imported, quiet=True)
+        summary += f" {indexed[0].upper()}{indexed[1:]}." if indexed else ""
+    click.echo(summary, err=True)
+
+
+def _follow(
+    follower: Follower, store: Store, stop: threading.Event, interval: float, once: bool
+) -> Tally:
+    """Look at the logs every ``interval`` seconds until stopped (once, with
+    ``once``), printing a line per log that brought turns; a store that
+    cannot be reached is said once every few minutes and tried again."""
     total = Tally()
-    failing_since: float | None = None
-    reported = 0.0
+    failing = False
+    said = 0.0
     while not stop.is_set():
         try:
             for found in follower.poll(store, stop.is_set):
                 total.add(found.tally)
                 if (line := describe(found)) is not None:
                     click.echo(line)
-            if failing_since is not None:
+            if failing:
                 click.echo(f"{_now()}  the store answers again", err=True)
-                failing_since = None
+                failing = False
         except Unauthorized as exc:
             raise click.ClickException(f"the server refused the token: {exc}") from None
         except StoreError as exc:
             if once:
-                raise click.ClickException(f"{exc}; nothing of the last log was lost") from None
-            if failing_since is None or time.monotonic() - reported >= RETRY_NOTICE_SECONDS:
+                raise click.ClickException(
+                    f"{exc}; what was not stored is read again next time"
+                ) from None
+            if not failing or time.monotonic() - said >= RETRY_NOTICE_SECONDS:
                 click.echo(f"{_now()}  cannot store now ({exc}); trying again", err=True)
-                reported = time.monotonic()
-            failing_since = failing_since or time.monotonic()
+                said = time.monotonic()
+            failing = True
         if once:
             break
         stop.wait(interval)
-    summary = f"Imported {plural(total.imported, 'new turn')}."
-    if once and memoro is not None and not no_index:
-        indexed = index_own(memoro, user, total.imported, quiet=True)
-        summary += f" {indexed[0].upper()}{indexed[1:]}." if indexed else ""
-    click.echo(summary, err=True)
+    return total
 
 
 def _check_server(client: MemoroClient, user: str) -> None:
