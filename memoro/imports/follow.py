@@ -19,7 +19,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -267,7 +267,8 @@ class Follower:
         followed.log = reading.log.state() if keep else None
         target = self._file(followed.path)
         partial = target.with_suffix(".partial")
-        partial.write_text(json.dumps(asdict(followed), separators=(",", ":")), "utf-8")
+        # vars, not asdict: the reading's state is plain JSON already (no deep copy)
+        partial.write_text(json.dumps(vars(followed), separators=(",", ":")), "utf-8")
         os.replace(partial, target)  # a crash leaves the old state or the new, whole
         reading.saved = time.monotonic()
 
