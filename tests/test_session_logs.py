@@ -214,8 +214,9 @@ def test_the_last_turn_waits_until_the_log_is_quiet_or_says_it_ended(
 ) -> None:
     """The last turn has no end-of-turn line: while the log may still grow
     its answer, it is not imported (its key would keep the rest out)."""
-    live, _, _ = load(copy(fixture, tmp_path, time.time()))
+    live, tally, _ = load(copy(fixture, tmp_path, time.time()))
     assert last not in [key for key, _, _ in turns(live[0])]
+    assert tally.skipped["turns still being written, for a later import"] == 1
     settled, _, _ = load(copy(fixture, tmp_path, time.time() - SETTLE_SECONDS - 5))
     assert turns(settled[0])[-1][0] == last
     last_line = json.loads(fixture.read_text().splitlines()[-1])

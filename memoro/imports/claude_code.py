@@ -16,7 +16,6 @@ are not dialogue. A turn's key is its prompt's ``uuid``.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,10 +25,9 @@ from memoro.imports.sessions import (
     CUSTOM_TITLE,
     SUMMARY_TITLE,
     SessionLog,
-    quiet_seconds,
-    read_member,
+    read_logs,
 )
-from memoro.imports.source import Source, json_members
+from memoro.imports.source import Source
 
 PROVIDER = "claude-code"
 
@@ -269,10 +267,4 @@ def _notification(raw: dict[str, Any], text: str) -> bool:
 
 def read(source: Source, tally: Tally) -> Iterator[ImportedConversation]:
     """Every session log in ``source`` (a log, or a zip of a projects folder)."""
-    quiet = quiet_seconds(source, time.time())
-    for member in json_members(source, re.compile(r"\.jsonl$"), "Claude Code session log"):
-        log = ClaudeCodeLog(member)
-        read_member(source, member, log, tally)
-        for conversation in log.finish(quiet, tally):
-            tally.conversations += 1
-            yield conversation
+    return read_logs(source, tally, ClaudeCodeLog, "Claude Code session log")

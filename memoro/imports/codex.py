@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-import time
 from collections.abc import Iterator
 from typing import Any
 
 from memoro.imports.model import ImportedConversation, Tally
-from memoro.imports.sessions import SessionLog, quiet_seconds, read_member
-from memoro.imports.source import Source, json_members
+from memoro.imports.sessions import SessionLog, read_logs
+from memoro.imports.source import Source
 
 PROVIDER = "codex"
 
@@ -277,10 +276,4 @@ def _context(text: str) -> bool:
 
 def read(source: Source, tally: Tally) -> Iterator[ImportedConversation]:
     """Every rollout in ``source`` (a log, or a zip of a sessions folder)."""
-    quiet = quiet_seconds(source, time.time())
-    for member in json_members(source, re.compile(r"\.jsonl$"), "Codex session log"):
-        log = CodexLog(member)
-        read_member(source, member, log, tally)
-        for conversation in log.finish(quiet, tally):
-            tally.conversations += 1
-            yield conversation
+    return read_logs(source, tally, CodexLog, "Codex session log")

@@ -17,13 +17,14 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
 from memoro.imports.model import ImportedConversation, ImportedTurn, Tally
-from memoro.imports.source import Source
+from memoro.imports.source import Source, json_members
 from memoro.imports.times import BadTime, parse
 
 SETTLE_SECONDS = 600.0
@@ -278,6 +279,23 @@ def read_member(source: Source, member: str, log: SessionLog, tally: Tally) -> N
             log.feed(count + 1, value, tally)
         else:
             tally.skipped["unfinished last line"] += 1
+
+
+def read_logs(
+    source: Source, tally: Tally, log: Callable[[str], SessionLog], expected: str
+) -> Iterator[ImportedConversation]:
+    """The conversations of every log in ``source`` (a log, or a zip of a
+    folder of them), each log read whole; a turn still being written is
+    counted, for a later import to bring."""
+    quiet = quiet_seconds(source, time.time())
+    for member in json_members(source, re.compile(r"\.jsonl$"), expected):
+        reading = log(member)
+        read_member(source, member, reading, tally)
+        for conversation in reading.finish(quiet, tally):
+            tally.conversations += 1
+            yield conversation
+        if reading.opened:
+            tally.skipped["turns still being written, for a later import"] += len(reading.opened)
 
 
 def quiet_seconds(source: Source, now: float) -> float:
