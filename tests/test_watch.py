@@ -423,3 +423,29 @@ def stored_in(home: Path) -> list[tuple[str, str]]:
         SqliteStore(home / "memoro.db"), Settings(home=home), embedder=None, worker=False
     ) as m:
         return stored(m, "ann")
+
+
+def test_watch_follows_the_hosts_own_folders_by_default(tmp_path: Path) -> None:
+    home = tmp_path / "user"
+    shutil.copytree(FIXTURES / "claude-code", home / ".claude" / "projects")
+    shutil.copytree(FIXTURES / "codex" / "sessions", home / ".codex" / "sessions")
+    for log in home.rglob("*.jsonl"):
+        os.utime(log, (OLD, OLD))
+    env = {
+        "MEMORO_HOME": str(tmp_path / "memoro"),
+        "MEMORO_EMBEDDER": "keyword",
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": "",
+        "CODEX_HOME": "",
+    }
+    result = CliRunner().invoke(cli, ["watch", "-u", "ann", "--once", "--no-index"], env=env)
+    assert result.exit_code == 0, result.output
+    assert (
+        f"Following {home / '.claude' / 'projects'}, {home / '.codex' / 'sessions'}"
+        in result.stderr
+    )
+    assert "Imported 13 new turns." in result.stderr
+    shutil.rmtree(home)
+    home.mkdir()
+    none = CliRunner().invoke(cli, ["watch", "-u", "ann", "--once"], env=env)
+    assert none.exit_code == 1 and "no session logs found" in none.stderr

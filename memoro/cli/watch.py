@@ -32,11 +32,14 @@ RETRY_NOTICE_SECONDS = 300.0
 
 
 def default_logs() -> list[Path]:
-    """Where the hosts keep their logs: ~/.claude/projects (or under
-    CLAUDE_CONFIG_DIR) and ~/.codex/sessions (or under CODEX_HOME)."""
-    claude = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
-    codex = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
-    return [claude / "projects", codex / "sessions"]
+    """Where the hosts keep their logs: Claude Code's projects folder
+    (under CLAUDE_CONFIG_DIR, else ~/.claude or ~/.config/claude) and Codex
+    CLI's sessions folder (under CODEX_HOME, else ~/.codex)."""
+    home = Path.home()
+    claude = os.environ.get("CLAUDE_CONFIG_DIR")
+    codex = os.environ.get("CODEX_HOME")
+    claudes = [Path(claude)] if claude else [home / ".claude", home / ".config" / "claude"]
+    return [*(c / "projects" for c in claudes), Path(codex or home / ".codex") / "sessions"]
 
 
 @cli.command("watch")
@@ -89,7 +92,8 @@ def watch(
     """Follow coding-agent session logs and import each finished turn for a user.
 
     PATHS are session logs or folders searched through (default: Claude
-    Code's ~/.claude/projects and Codex CLI's ~/.codex/sessions). Every log
+    Code's ~/.claude/projects and Codex CLI's ~/.codex/sessions, or where
+    CLAUDE_CONFIG_DIR and CODEX_HOME put them). Every log
     is imported the first time, then read on from where it was as it grows;
     a turn is imported once it is finished — the log says so, the next
     prompt follows it, or the log is quiet for ten minutes — so an answer is
