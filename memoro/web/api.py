@@ -210,7 +210,10 @@ class TurnOut(BaseModel):
 
 class ConversationOut(BaseModel):
     id: str
-    title: str | None = Field(description="The title it had where it was imported from.")
+    title: str | None = Field(
+        description="Its title: the one it had where it was imported from, or the last one a"
+        " recorded turn gave it."
+    )
     preview: str | None = Field(
         description="The first line of its first question (or answer), at most"
         f" {PREVIEW_CHARS} characters."
