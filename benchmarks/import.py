@@ -1,5 +1,6 @@
-"""Importing a ChatGPT export: how fast it is read, how fast its turns
-become searchable, and how much memory it takes.
+"""Importing a ChatGPT export, or a tree of coding-agent session logs: how
+fast it is read, how fast its turns are stored (and, for the export, become
+searchable), and how much memory it takes.
 
 It writes a synthetic ChatGPT export (``conversations.json`` in a zip, the
 shape ChatGPT exports: a tree per conversation with regenerated answers,
@@ -12,7 +13,15 @@ process for each step:
   indexed with the local model until searchable — turns per second and
   peak RSS.
 
+With ``--logs N`` it writes N session logs instead (three in four Claude
+Code's, the rest Codex CLI's; ``--log-turns`` turns each, tool results
+carrying whole files as in real logs) and measures, each in a fresh
+process: reading them (no storing); ``memoro import TREE`` (stored, not
+indexed: indexing runs as for any import, at the rate the export's run
+shows); and ``memoro watch TREE --once``, the first look of a watcher.
+
     python benchmarks/import.py [--turns 10000] [--database sqlite --database pgserver]
+    python benchmarks/import.py --logs 1000 [--log-turns 10] [--database …]
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from _backends import add_option, backend, specs
+from _session_logs import write_tree
 
 TURNS_PER_CONVERSATION = 20
 
@@ -61,6 +71,46 @@ assert hits, "nothing searchable"
 print(json.dumps({"seconds": elapsed, "stored_seconds": stored, "turns": report.tally.imported,
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 memoro.close()
+"""
+
+
+PARSE_LOGS = """
+import json, resource, sys, time
+from pathlib import Path
+from memoro.imports import Source, Tally, detect, read
+from memoro.imports.sessions import log_files
+before = resource.getrusage(resource.RUSAGE_SELF)
+started = time.perf_counter()
+tally = Tally()
+turns = 0
+for path in log_files(Path(sys.argv[1])):
+    with Source.open(path) as source:
+        turns += sum(len(c.turns) for c in read(source, detect(source), tally))
+elapsed = time.perf_counter() - started
+used = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"seconds": elapsed, "turns": turns, "conversations": tally.conversations,
+                  "cpu": used.ru_utime + used.ru_stime - before.ru_utime - before.ru_stime,
+                  "rss_mb": used.ru_maxrss / 1024}))
+"""
+
+# memoro import TREE / memoro watch TREE --once, run as the CLI runs them
+COMMAND = """
+import contextlib, io, json, os, resource, sys, time
+from memoro.cli import cli
+os.environ.update({"MEMORO_HOME": sys.argv[2], "MEMORO_EMBEDDER": "keyword"})
+if sys.argv[3]:
+    os.environ["MEMORO_DATABASE_URL"] = sys.argv[3]
+before = resource.getrusage(resource.RUSAGE_SELF)
+started = time.perf_counter()
+out, err = io.StringIO(), io.StringIO()
+with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    cli.main(sys.argv[4:], prog_name="memoro", standalone_mode=False)
+elapsed = time.perf_counter() - started
+said = (out.getvalue() + err.getvalue()).splitlines()
+used = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"seconds": elapsed, "said": [line for line in said if "Imported" in line][-1],
+                  "cpu": used.ru_utime + used.ru_stime - before.ru_utime - before.ru_stime,
+                  "rss_mb": used.ru_maxrss / 1024}))
 """
 
 
@@ -167,8 +217,13 @@ def child(script: str, *args: str) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=10_000)
+    parser.add_argument("--logs", type=int, default=0, help="session logs instead of an export")
+    parser.add_argument("--log-turns", type=int, default=10, help="turns per session log")
     add_option(parser)
     args = parser.parse_args()
+    if args.logs:
+        logs(args)
+        return
     with tempfile.TemporaryDirectory() as scratch:
         export = Path(scratch) / "chatgpt-export.zip"
         write_export(export, args.turns)
@@ -207,6 +262,65 @@ def main() -> None:
             f"\n{label}: storing took {r['stored_seconds']:.1f} s of the"
             f" {r['seconds']:.1f} s; the rest is indexing (embedding with the local model)."
         )
+
+
+def logs(args: argparse.Namespace) -> None:
+    """The session-log benchmark: read, import, first look of a watcher."""
+    rng, vocab = random.Random(11), words()
+    # logs are mostly file contents: windows of one long text, cut at random
+    corpus = " ".join(rng.choice(vocab) for _ in range(400_000))
+
+    def text(chars: int) -> str:
+        start = rng.randrange(len(corpus) - chars)
+        return corpus[start : start + chars]
+
+    with tempfile.TemporaryDirectory() as scratch:
+        tree = Path(scratch) / "logs"
+        turns, size = write_tree(tree, args.logs, args.log_turns, text)
+        mb = size / 2**20
+        parsed = child(PARSE_LOGS, str(tree))
+        rows = []
+        for spec in specs(args):
+            for step, command in (
+                (
+                    "memoro import TREE",
+                    ["import", str(tree), "-u", "bench", "--no-index", "--quiet"],
+                ),
+                (
+                    "memoro watch TREE --once",
+                    ["watch", str(tree), "-u", "bench", "--once", "--no-index"],
+                ),
+            ):
+                with backend(spec) as where, tempfile.TemporaryDirectory() as home:
+                    rows.append(
+                        (step, where.label, child(COMMAND, "", home, where.url or "", *command))
+                    )
+
+    print("memoro import benchmark — a synthetic tree of coding-agent session logs")
+    print(
+        f"machine: {platform.machine()}, {len(os.sched_getaffinity(0))} usable cores, CPython"
+        f" {platform.python_version()}; logs: {args.logs:,} sessions"
+        f" ({parsed['conversations']:,} read), {turns:,} turns, {mb:,.1f} MB of JSON Lines"
+    )
+    print(f"load average while it ran: {os.getloadavg()[0]:.1f} (a busy machine: see CPU s)")
+    print()
+    print(
+        "| step | database | turns | seconds | turns/s | MB of logs/s | CPU s |"
+        " turns per CPU s | MB per CPU s | peak RSS MB |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for step, label, r in [("read (parse only)", "—", parsed), *rows]:
+        print(
+            f"| {step} | {label} | {turns:,} | {r['seconds']:.1f} | {turns / r['seconds']:,.0f}"
+            f" | {mb / r['seconds']:.1f} | {r['cpu']:.1f} | {turns / r['cpu']:,.0f}"
+            f" | {mb / r['cpu']:.1f} | {r['rss_mb']:,.0f} |"
+        )
+    print(
+        "\nStored, not indexed; CPU s is the importing process's own (PostgreSQL's server"
+        " works in processes of its own)."
+    )
+    for step, label, r in rows:
+        print(f"\n{step}, {label}: {r['said']}")
 
 
 if __name__ == "__main__":

@@ -268,13 +268,15 @@ class Memoro(Transfers):
         *,
         at: datetime | str | None = None,
         key: str | None = None,
+        title: str | None = None,
     ) -> RecordedTurn:
         """Store a finished turn; indexing happens later in the background.
         ``at`` is a datetime or an ISO 8601 string (default: now); ``key``
-        makes the call idempotent (imports, a host's retries). Every input
+        makes the call idempotent (imports, a host's retries); ``title``
+        names the conversation (kept as it is when left out). Every input
         is checked (memoro.inputs) before anything is stored."""
         user_id = check_user(user_id)
-        turn = checked_turn(NewTurn(conversation_id, question, answer, None, key), at)
+        turn = checked_turn(NewTurn(conversation_id, question, answer, None, key, title), at)
         (recorded,) = self.store.record_turns(user_id, [turn])
         if recorded.created and self._threaded:
             self.worker.wake()

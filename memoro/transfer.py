@@ -143,6 +143,34 @@ class Transfers:
                 progress(source.size, source.size)
         return ImportReport(format, tally, block)
 
+    def import_conversations(
+        self, user_id: str, conversations: Iterable[ImportedConversation], tally: Tally
+    ) -> Tally:
+        """Store conversations already read (``memoro watch`` reads session
+        logs as they grow) with the checks and batches of ``import_file``:
+        keys keep each turn once; ``tally`` gets the counts."""
+        user_id = check_user(user_id)
+        batch: list[NewTurn] = []
+        for conversation in conversations:
+            for turn in conversation.turns:
+                tally.turns += 1
+                new = NewTurn(
+                    conversation.id,
+                    turn.question,
+                    turn.answer,
+                    turn.at,
+                    turn.key,
+                    conversation.title,
+                )
+                try:
+                    batch.append(checked_turn(new, new.at, keyed=True))
+                except InvalidInput as exc:
+                    tally.fail(f"{conversation.id}: {turn.key}", str(exc))
+                if len(batch) >= IMPORT_BATCH:
+                    self._store_imported(user_id, batch, tally)
+        self._store_imported(user_id, batch, tally)
+        return tally
+
     def _restore_block(self, user_id: str, source: Source) -> str:
         """The block and audit of a memoro export, back as they were — into a
         user who has neither, so nothing of theirs is overwritten."""

@@ -8,6 +8,7 @@ from memoro.cli import (  # noqa: F401  (they register commands)
     serve,
     transfer,
     users,
+    watch,
 )
 from memoro.cli._app import cli, main
 

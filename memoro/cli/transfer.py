@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import BinaryIO
 
@@ -14,14 +15,15 @@ import click
 from memoro.cli._app import cli, open_memoro, user_option
 from memoro.cli._progress import Progress, plural
 from memoro.cli.history import index_own, no_index_option, quiet_option
-from memoro.imports import FORMATS
-from memoro.imports.model import ImportReport
+from memoro.errors import InvalidInput
+from memoro.imports import FORMATS, SESSION_LOGS
+from memoro.imports.model import ImportReport, Tally
+from memoro.imports.sessions import detect_stream, log_files
+from memoro.service import Memoro
 
 
 @cli.command("import")
-@click.argument(
-    "file", type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path)
-)
+@click.argument("file", type=click.Path(exists=True, allow_dash=True, path_type=Path))
 @user_option
 @click.option(
     "--format",
@@ -29,7 +31,7 @@ from memoro.imports.model import ImportReport
     type=click.Choice(FORMATS),
     default="auto",
     show_default=True,
-    help="What FILE is; auto tells it from the file.",
+    help="What FILE is; auto tells it from the file (each log, in a folder).",
 )
 @no_index_option
 @quiet_option
@@ -48,10 +50,22 @@ def import_file(
     instructions, reasoning and tool traffic are left out and counted.
     Importing a newer export of the same account adds only what is new.
 
+    FILE may also be a coding agent's session log, or a folder of them
+    searched through: ~/.claude/projects (Claude Code), ~/.codex/sessions
+    (Codex CLI). A turn still being written is left for a later import, or
+    for `memoro watch`, which follows the logs as they grow.
+
     The turns are then indexed here — this user's only — with a progress
     bar; Ctrl-C leaves the rest to a running worker or server.
     """
     memoro = open_memoro(ctx)
+    if file.is_dir():
+        report = _import_folder(memoro, user, file, fmt, quiet)
+        indexed = "" if no_index else index_own(memoro, user, report.tally.imported, quiet)
+        click.echo(_summary(report) + (f" {indexed[0].upper()}{indexed[1:]}." if indexed else ""))
+        for line in _details(report):
+            click.echo(line)
+        return
     try:
         if str(file) == "-":
             source: Path | BinaryIO = _seekable(sys.stdin.buffer)
@@ -78,6 +92,61 @@ def import_file(
     click.echo(_summary(report) + (f" {indexed[0].upper()}{indexed[1:]}." if indexed else ""))
     for line in _details(report):
         click.echo(line)
+
+
+def _import_folder(memoro: Memoro, user: str, folder: Path, fmt: str, quiet: bool) -> ImportReport:
+    """Every session log under ``folder``, oldest first, as one report;
+    files that are no session log (of ``fmt``) are passed over and counted."""
+    if fmt not in ("auto", *SESSION_LOGS):
+        raise click.ClickException(
+            f"a folder is read as session logs: --format {', '.join(('auto', *SESSION_LOGS))}"
+        )
+    files = log_files(folder)
+    tally = Tally()
+    formats: Counter[str] = Counter()
+    size_mb = max(sum(_size(f) for f in files) // 2**20, 1)
+    done = 0
+    try:
+        with Progress(size_mb, "Reading", "MB", quiet=quiet) as bar:
+            for path in files:
+                found = _log_format(path)
+                if found is None or fmt not in ("auto", found):
+                    tally.skipped[
+                        f"files that are no {fmt if fmt != 'auto' else 'session'} log"
+                    ] += 1
+                else:
+                    try:
+                        tally.add(memoro.import_file(user, path, format=found).tally)
+                        formats[found] += 1
+                    except InvalidInput as exc:
+                        tally.fail(str(path), str(exc))
+                done += _size(path)
+                bar.update(done // 2**20)
+    except KeyboardInterrupt:
+        click.echo(
+            "\nInterrupted: what was read so far is stored; run the same import again"
+            " to add the rest (turns already stored are skipped).",
+            err=True,
+        )
+        sys.exit(130)
+    if not formats and not tally.failed:
+        raise click.ClickException(f"{folder} holds no session logs")
+    return ImportReport(", ".join(formats), tally)
+
+
+def _log_format(path: Path) -> str | None:
+    try:
+        with path.open("rb") as file:
+            return detect_stream(file)
+    except OSError:
+        return None
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _seekable(stream: BinaryIO) -> BinaryIO:

@@ -108,11 +108,13 @@ class MemoroClient:
         *,
         at: datetime | str | None = None,
         key: str | None = None,
+        title: str | None = None,
     ) -> RecordedTurn:
         """Store a finished turn; the server indexes it in the background.
-        ``key`` makes the call idempotent (a retry stores nothing new)."""
+        ``key`` makes the call idempotent (a retry stores nothing new);
+        ``title`` names the conversation."""
         return self._send(
-            self._calls.record_turn(user_id, conversation_id, question, answer, at, key)
+            self._calls.record_turn(user_id, conversation_id, question, answer, at, key, title)
         )
 
     def search(
@@ -222,9 +224,10 @@ class AsyncMemoroClient:
         *,
         at: datetime | str | None = None,
         key: str | None = None,
+        title: str | None = None,
     ) -> RecordedTurn:
         return await self._send(
-            self._calls.record_turn(user_id, conversation_id, question, answer, at, key)
+            self._calls.record_turn(user_id, conversation_id, question, answer, at, key, title)
         )
 
     async def search(

@@ -235,6 +235,7 @@ class Calls:
         answer: str,
         at: datetime | str | None,
         key: str | None,
+        title: str | None = None,
     ) -> Call[RecordedTurn]:
         body = {
             "conversation": conversation_id,
@@ -243,6 +244,8 @@ class Calls:
             "at": at.isoformat() if isinstance(at, datetime) else at,
             "key": key,
         }
+        if title is not None:
+            body["title"] = title
 
         def read(response: httpx.Response) -> RecordedTurn:
             data = _json(response)

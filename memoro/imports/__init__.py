@@ -10,6 +10,8 @@ service does (``Memoro.import_file``).
 | openwebui   | Open WebUI chat export (JSON)                  | openwebui.py    |
 | librechat   | LibreChat conversation export (JSON)           | librechat.py    |
 | sillytavern | SillyTavern chat files (.jsonl)                | sillytavern.py  |
+| claude-code | Claude Code session logs (.jsonl)              | claude_code.py  |
+| codex       | Codex CLI session logs (rollout-*.jsonl)       | codex.py        |
 | jsonl       | memoro's JSON Lines of turns                   | memoro_format.py |
 | memoro      | memoro's own export (takeout)                  | memoro_format.py |
 """
@@ -23,10 +25,13 @@ from memoro.errors import InvalidInput
 from memoro.imports import (
     chatgpt,
     claude,
+    claude_code,
+    codex,
     jsonstream,
     librechat,
     memoro_format,
     openwebui,
+    sessions,
     sillytavern,
 )
 from memoro.imports.model import ImportedConversation, ImportedTurn, Tally
@@ -40,10 +45,14 @@ READERS: dict[str, Reader] = {
     "openwebui": openwebui.read,
     "librechat": librechat.read,
     "sillytavern": sillytavern.read,
+    "claude-code": claude_code.read,
+    "codex": codex.read,
     "jsonl": memoro_format.read_lines,
     "memoro": memoro_format.read_export,
 }
 FORMATS = ("auto", *READERS)
+SESSION_LOGS = ("claude-code", "codex")
+"""Formats a folder of logs is read in (``memoro import DIR``, ``memoro watch``)."""
 
 # a key of a conversation (or of the file's top-level object) that names its format
 _TELLING = {
@@ -78,7 +87,9 @@ def read(source: Source, format: str, tally: Tally) -> Iterator[ImportedConversa
     if format != "memoro":  # its reader checks the file's own tag
         _check_shape(source, format)
     conversations = reader(source, tally)
-    return conversations if format == "jsonl" else unique(conversations, tally)
+    if format in ("jsonl", *SESSION_LOGS):  # a resumed session copies turns: keys keep them once
+        return conversations
+    return unique(conversations, tally)
 
 
 def unique(
@@ -128,6 +139,8 @@ def detect(source: Source) -> str:
             if any(key in _TELLING for key in keys):
                 break
     elif first == b"{":
+        if (log := sessions.detect(source, member)) is not None:
+            return log
         line = _first_line(source, member)
         if line is not None:
             keys = list(line)
@@ -173,4 +186,13 @@ def _top_keys(source: Source, member: str) -> tuple[list[str], object]:
     return keys, None
 
 
-__all__ = ["FORMATS", "ImportedConversation", "ImportedTurn", "Source", "Tally", "detect", "read"]
+__all__ = [
+    "FORMATS",
+    "SESSION_LOGS",
+    "ImportedConversation",
+    "ImportedTurn",
+    "Source",
+    "Tally",
+    "detect",
+    "read",
+]

@@ -64,6 +64,17 @@ class Tally:
         if len(self.problems) < MAX_PROBLEMS:
             self.problems.append(f"{where}: {why}")
 
+    def add(self, other: Tally) -> None:
+        """Count ``other``'s counts here too (one report for many files)."""
+        self.conversations += other.conversations
+        self.turns += other.turns
+        self.imported += other.imported
+        self.already_there += other.already_there
+        self.skipped.update(other.skipped)
+        self.unknown.update(other.unknown)
+        self.failed += other.failed
+        self.problems += other.problems[: MAX_PROBLEMS - len(self.problems)]
+
     def to_json(self) -> dict[str, object]:
         return {
             "conversations": self.conversations,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import zipfile
 from collections import Counter
@@ -66,6 +67,9 @@ class Source:
 
     def __init__(self, file: IO[bytes], name: str = "") -> None:
         self.name = name
+        self.modified: float | None = None
+        """When the file last changed (Unix time), for a log on disk that
+        may still be growing."""
         self._raw = _Counting(file)
         self.size = file.seek(0, io.SEEK_END)
         file.seek(0)
@@ -92,7 +96,10 @@ class Source:
         except OSError as exc:
             raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from None
         try:
-            return cls(file, path.name)
+            source = cls(file, path.name)
+            if not source.is_zip:  # a zip is a copy: what is in it is complete
+                source.modified = os.fstat(file.fileno()).st_mtime
+            return source
         except BaseException:
             file.close()
             raise

@@ -19,7 +19,7 @@ from memoro.envelope import error_body
 from memoro.models import PREVIEW_CHARS, Writer, block_json
 from memoro.service import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT, Memoro
 from memoro.tools import anthropic_tools, openai_tools
-from memoro.turns import MAX_TURN_CHARS
+from memoro.turns import MAX_TITLE, MAX_TURN_CHARS
 from memoro.web.security import authenticated_user
 
 # The service enforces every rule (memoro.inputs); these schemas only state
@@ -193,6 +193,12 @@ class TurnIn(BaseModel):
         " sent again with a key this user already has is stored once (created: false).",
         json_schema_extra=ID_SCHEMA,
     )
+    title: str | None = Field(
+        default=None,
+        description="The conversation's title, set (or replaced) when this turn is stored, e.g."
+        " an imported session's; left out or blank, the title stays as it is. White space is"
+        f" folded to single spaces and at most {MAX_TITLE} characters are kept.",
+    )
 
 
 class TurnOut(BaseModel):
@@ -204,7 +210,10 @@ class TurnOut(BaseModel):
 
 class ConversationOut(BaseModel):
     id: str
-    title: str | None = Field(description="The title it had where it was imported from.")
+    title: str | None = Field(
+        description="Its title: the one it had where it was imported from, or the last one a"
+        " recorded turn gave it."
+    )
     preview: str | None = Field(
         description="The first line of its first question (or answer), at most"
         f" {PREVIEW_CHARS} characters."
@@ -366,7 +375,13 @@ async def prompt(
 @router.post("/turns", response_model=TurnOut, status_code=201, summary="Record a finished turn")
 def record_turn(body: TurnIn, user: User, memoro: Service) -> TurnOut:
     recorded = memoro.record_turn(
-        user, body.conversation, body.question, body.answer, at=body.at, key=body.key
+        user,
+        body.conversation,
+        body.question,
+        body.answer,
+        at=body.at,
+        key=body.key,
+        title=body.title,
     )
     return TurnOut(
         turn_id=recorded.turn_id,

@@ -154,7 +154,8 @@ class _Form:
     "/imports",
     status_code=202,
     response_model=ImportOut,
-    summary="Import an export (ChatGPT, Claude.ai, Open WebUI, LibreChat, SillyTavern, memoro)",
+    summary="Import an export (ChatGPT, Claude.ai, Open WebUI, LibreChat, SillyTavern, memoro)"
+    " or session logs (Claude Code, Codex CLI)",
     openapi_extra=_UPLOAD_SCHEMA,
     responses=errors(408, 429),
 )

@@ -53,13 +53,15 @@ export declare class MemoroClient {
     /**
      * Store a finished turn; the server indexes it in the background (search
      * finds it a moment later). `at` defaults to now; `key` makes the call
-     * idempotent (sent again, the turn is stored once: `created` is false).
+     * idempotent (sent again, the turn is stored once: `created` is false);
+     * `title` names the conversation (left out, its title stays as it is).
      */
     recordTurn(userId: string, conversationId: string, turn: {
         question: string;
         answer: string;
         at?: Date | string;
         key?: string;
+        title?: string;
     }): Promise<RecordedTurn>;
     /**
      * The user's past turns that best match `query`, best first. With no user

@@ -162,12 +162,13 @@ export class MemoroClient {
   /**
    * Store a finished turn; the server indexes it in the background (search
    * finds it a moment later). `at` defaults to now; `key` makes the call
-   * idempotent (sent again, the turn is stored once: `created` is false).
+   * idempotent (sent again, the turn is stored once: `created` is false);
+   * `title` names the conversation (left out, its title stays as it is).
    */
   async recordTurn(
     userId: string,
     conversationId: string,
-    turn: { question: string; answer: string; at?: Date | string; key?: string },
+    turn: { question: string; answer: string; at?: Date | string; key?: string; title?: string },
   ): Promise<RecordedTurn> {
     const at = turn.at instanceof Date ? turn.at.toISOString() : turn.at;
     const data = await this.#json<Json<"/v1/turns", "post", 201>>({
@@ -180,6 +181,7 @@ export class MemoroClient {
         answer: turn.answer,
         at,
         key: turn.key,
+        title: turn.title,
       },
     });
     return read.recordedTurn(data);

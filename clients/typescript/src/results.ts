@@ -119,7 +119,7 @@ export interface Conversation {
   turns: number;
   firstAt: Date;
   lastAt: Date;
-  /** The title it had where it was imported from. */
+  /** Its title: the one it had where it was imported from, or the last one a recorded turn gave it. */
   title: string | null;
   /** The first line of its first question (or answer). */
   preview: string | null;

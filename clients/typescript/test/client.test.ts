@@ -180,6 +180,7 @@ test("turns: recorded once per key, listed, opened, found by search, deleted", a
     answer: "TAP 9:40 from Oslo, seat 12A.",
     at: new Date("2025-05-01T10:00:00Z"),
     key: "message-1",
+    title: "Lisbon trip",
   });
   assert.deepEqual(
     { ...first, turnId: 0 },
@@ -211,6 +212,10 @@ test("turns: recorded once per key, listed, opened, found by search, deleted", a
     ],
   );
   assert.equal(conversations[1]?.firstAt.toISOString(), "2025-05-01T10:00:00.000Z");
+  assert.deepEqual(
+    conversations.map((c) => c.title),
+    [null, "Lisbon trip"],
+  );
   assert.deepEqual(
     (await client.listConversations(frank, { limit: 1, offset: 1 })).map((c) => c.id),
     ["trip/2025"],

@@ -161,7 +161,7 @@ export type paths = {
         /** Your recent imports */
         get: operations["list_imports_v1_imports_get"];
         put?: never;
-        /** Import an export (ChatGPT, Claude.ai, Open WebUI, LibreChat, SillyTavern, memoro) */
+        /** Import an export (ChatGPT, Claude.ai, Open WebUI, LibreChat, SillyTavern, memoro) or session logs (Claude Code, Codex CLI) */
         post: operations["start_import_v1_imports_post"];
         delete?: never;
         options?: never;
@@ -433,7 +433,7 @@ export type components = {
             preview: string | null;
             /**
              * Title
-             * @description The title it had where it was imported from.
+             * @description Its title: the one it had where it was imported from, or the last one a recorded turn gave it.
              */
             title: string | null;
             /** Turns */
@@ -732,6 +732,11 @@ export type components = {
              * @description What the user said. Lone surrogates and control characters other than tab, line feed and carriage return are removed.
              */
             question: string;
+            /**
+             * Title
+             * @description The conversation's title, set (or replaced) when this turn is stored, e.g. an imported session's; left out or blank, the title stays as it is. White space is folded to single spaces and at most 500 characters are kept.
+             */
+            title?: string | null;
         } | {
             question?: unknown;
         } | {
@@ -1239,7 +1244,7 @@ export interface operations {
                      * @default auto
                      * @enum {string}
                      */
-                    format?: "auto" | "chatgpt" | "claude" | "openwebui" | "librechat" | "sillytavern" | "jsonl" | "memoro";
+                    format?: "auto" | "chatgpt" | "claude" | "openwebui" | "librechat" | "sillytavern" | "claude-code" | "codex" | "jsonl" | "memoro";
                 };
             };
         };

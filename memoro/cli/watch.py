@@ -1,0 +1,280 @@
+"""``memoro watch``: follow the session logs of coding agents (Claude Code,
+Codex CLI) as they grow, and import each turn once it is finished — into
+this memoro's store, or into a remote ``memoro serve`` through its Python
+client. How far each log was read is kept under MEMORO_HOME, so a restart
+goes on where the last run stopped."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from types import FrameType
+
+import click
+
+from memoro.cli._app import cli, log_to_stderr, user_option
+from memoro.cli._progress import plural
+from memoro.cli.history import index_own, no_index_option
+from memoro.client import MemoroClient
+from memoro.errors import InvalidInput, StoreError, Unauthorized
+from memoro.imports.follow import Follower, Imported, Store
+from memoro.imports.model import ImportedConversation, Tally
+from memoro.service import Memoro
+from memoro.settings import Settings
+from memoro.turns import check_user
+
+RETRY_NOTICE_SECONDS = 300.0
+"""How often an unreachable store is reported again while it stays so."""
+
+
+def default_logs() -> list[Path]:
+    """Where the hosts keep their logs: Claude Code's projects folder
+    (under CLAUDE_CONFIG_DIR, else ~/.claude or ~/.config/claude) and Codex
+    CLI's sessions folder (under CODEX_HOME, else ~/.codex)."""
+    home = Path.home()
+    claude = os.environ.get("CLAUDE_CONFIG_DIR")
+    codex = os.environ.get("CODEX_HOME")
+    claudes = [Path(claude)] if claude else [home / ".claude", home / ".config" / "claude"]
+    return [*(c / "projects" for c in claudes), Path(codex or home / ".codex") / "sessions"]
+
+
+@cli.command("watch")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@user_option
+@click.option(
+    "--server",
+    envvar="MEMORO_SERVER",
+    show_envvar=True,
+    metavar="URL",
+    help="Send the turns to this memoro serve (its base URL) instead of this memoro's own"
+    " database.",
+)
+@click.option(
+    "--token",
+    envvar="MEMORO_SERVER_TOKEN",
+    show_envvar=True,
+    metavar="TOKEN",
+    help="The user token the server takes (its auth token mode); prefer the variable.",
+)
+@click.option(
+    "--interval",
+    default=2.0,
+    show_default=True,
+    type=click.FloatRange(0.2, 3600),
+    metavar="SECONDS",
+    help="Time between looks at the logs.",
+)
+@click.option(
+    "--state",
+    "state",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder that keeps how far each log was read (default: under MEMORO_HOME, one per"
+    " user and database or server).",
+)
+@click.option("--once", is_flag=True, help="Import what is finished now, then exit.")
+@no_index_option
+@click.pass_context
+def watch(
+    ctx: click.Context,
+    paths: tuple[Path, ...],
+    user: str,
+    server: str | None,
+    token: str | None,
+    interval: float,
+    state: Path | None,
+    once: bool,
+    no_index: bool,
+) -> None:
+    """Follow coding-agent session logs and import each finished turn for a user.
+
+    PATHS are session logs or folders searched through (default: Claude
+    Code's ~/.claude/projects and Codex CLI's ~/.codex/sessions, or where
+    CLAUDE_CONFIG_DIR and CODEX_HOME put them). Every log
+    is imported the first time, then read on from where it was as it grows;
+    a turn is imported once it is finished — the log says so, the next
+    prompt follows it, or the log is quiet for ten minutes — so an answer is
+    never stored half-written. Only the dialogue is imported; tool calls,
+    reasoning, sub-agents and injected context are left out (see
+    docs/imports.md). One line is printed per log that brought new turns.
+
+    How far each log was read is kept in a state folder, so a restart (or a
+    crash) goes on where it stopped, and no turn is stored twice. Stop with
+    Ctrl-C or SIGTERM.
+    """
+    settings: Settings = ctx.find_root().obj
+    log_to_stderr(settings.log_level)
+    user = check_user(user)  # a bad id is refused before anything is read
+    roots = _roots(paths)
+    target = server.rstrip("/") if server else settings.database_words()
+    folder = state or settings.home / "watch" / _digest(user, target)
+    memoro: Memoro | None = None
+    if server:
+        client = MemoroClient(server, token or None)
+        ctx.call_on_close(client.close)
+        _check_server(client, user)
+        store = remote_store(client, user)
+    else:
+        # indexed as they come by this process's worker thread (MEMORO_WORKER);
+        # --once indexes its user's turns before it exits, as memoro import does
+        memoro = Memoro(settings.open_store(), settings, worker=False if once or no_index else None)
+        ctx.call_on_close(memoro.close)
+        store = local_store(memoro, user)
+    stop = threading.Event()
+    _stop_on_signals(ctx, stop)
+    follower = Follower(roots, folder)
+    ctx.call_on_close(follower.close)
+    where = f"memoro serve at {target}" if server else target
+    click.echo(
+        f"Following {', '.join(str(r) for r in roots)} for {user!r} into {where}"
+        f" (state: {folder}).{'' if once else ' Ctrl-C stops.'}",
+        err=True,
+    )
+    total = _follow(follower, store, stop, interval, once)
+    summary = f"Imported {plural(total.imported, 'new turn')}."
+    if once and memoro is not None and not no_index:
+        indexed = index_own(memoro, user, total.imported, quiet=True)
+        summary += f" {indexed[0].upper()}{indexed[1:]}." if indexed else ""
+    click.echo(summary, err=True)
+
+
+def _follow(
+    follower: Follower, store: Store, stop: threading.Event, interval: float, once: bool
+) -> Tally:
+    """Look at the logs every ``interval`` seconds until stopped (once, with
+    ``once``), printing a line per log that brought turns; a store that
+    cannot be reached is said once every few minutes and tried again."""
+    total = Tally()
+    failing = False
+    said = 0.0
+    while not stop.is_set():
+        try:
+            for found in follower.poll(store, stop.is_set):
+                total.add(found.tally)
+                if (line := describe(found)) is not None:
+                    click.echo(line)
+            if failing:
+                click.echo(f"{_now()}  the store answers again", err=True)
+                failing = False
+        except Unauthorized as exc:
+            raise click.ClickException(f"the server refused the token: {exc}") from None
+        except StoreError as exc:
+            if once:
+                raise click.ClickException(
+                    f"{exc}; what was not stored is read again next time"
+                ) from None
+            if not failing or time.monotonic() - said >= RETRY_NOTICE_SECONDS:
+                click.echo(f"{_now()}  cannot store now ({exc}); trying again", err=True)
+                said = time.monotonic()
+            failing = True
+        if once:
+            break
+        stop.wait(interval)
+    return total
+
+
+def _check_server(client: MemoroClient, user: str) -> None:
+    """Refuse at once a token that is not the user's; a server not up yet
+    is tried again with every look."""
+    try:
+        client.list_conversations(user, limit=1)
+    except (InvalidInput, Unauthorized) as exc:
+        raise click.ClickException(f"the server refused the token: {exc}") from None
+    except StoreError as exc:
+        click.echo(f"{_now()}  {exc}; trying again", err=True)
+
+
+def local_store(memoro: Memoro, user: str) -> Store:
+    def store(conversations: list[ImportedConversation], tally: Tally) -> None:
+        memoro.import_conversations(user, conversations, tally)
+
+    return store
+
+
+def remote_store(client: MemoroClient, user: str) -> Store:
+    """Each turn sent as a finished turn (POST /v1/turns) with its key, so
+    a turn sent again is stored once."""
+
+    def store(conversations: list[ImportedConversation], tally: Tally) -> None:
+        for conversation in conversations:
+            for turn in conversation.turns:
+                tally.turns += 1
+                try:
+                    recorded = client.record_turn(
+                        user,
+                        conversation.id,
+                        turn.question,
+                        turn.answer,
+                        at=turn.at,
+                        key=turn.key,
+                        title=conversation.title,
+                    )
+                except InvalidInput as exc:
+                    tally.fail(f"{conversation.id}: {turn.key}", str(exc))
+                    continue
+                tally.imported += recorded.created
+                tally.already_there += not recorded.created
+
+    return store
+
+
+def describe(found: Imported) -> str | None:
+    """One line for a log that brought something: new turns, failures, or
+    a reading from its start."""
+    t = found.tally
+    if not (t.imported or t.failed or found.note):
+        return None
+    titles = [c.title for c in found.conversations if c.title]
+    words = f"{_now()}  {found.format}  {found.path}: {plural(t.imported, 'new turn')}"
+    if titles:
+        words += " in " + ", ".join(f"“{title}”" for title in titles[:3])
+    if t.already_there:
+        words += f" ({t.already_there:,} already there)"
+    if t.failed:
+        words += f"; {plural(t.failed, 'problem')}: {t.problems[0]}"
+    if found.note:
+        words += f" [{found.note}]"
+    return words
+
+
+def _roots(paths: tuple[Path, ...]) -> list[Path]:
+    if paths:
+        missing = [p for p in paths if not p.exists()]
+        if missing:
+            raise click.ClickException(f"no such file or folder: {missing[0]}")
+        return list(paths)
+    found = [p for p in default_logs() if p.exists()]
+    if not found:
+        raise click.ClickException(
+            "no session logs found at "
+            + " or ".join(str(p) for p in default_logs())
+            + ": name the logs or folders to follow"
+        )
+    return found
+
+
+def _digest(user: str, target: str) -> str:
+    """The state folder's name: one per user and store followed into."""
+    return hashlib.sha256(f"{user}\n{target}".encode()).hexdigest()[:16]
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _stop_on_signals(ctx: click.Context, stop: threading.Event) -> None:
+    """Ctrl-C and SIGTERM end the watch between two logs (the one being
+    read is stored and its state saved first); the old handlers come back
+    when the command ends."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    for number in (signal.SIGINT, signal.SIGTERM):
+        previous = signal.signal(number, handler)
+        ctx.call_on_close(lambda number=number, previous=previous: signal.signal(number, previous))

@@ -1,0 +1,340 @@
+"""Following session logs as they grow (``memoro watch``): which logs
+changed since the last look, their new complete lines read into turns, and
+how far each log was read, kept in a state folder (one small JSON file per
+log) so that a restart or a crash goes on from there. A line still being
+written is left for the next look. A log that shrank, or another file now
+at its path, is read again from its start.
+
+Storing is the caller's (the function given to ``poll``). A log's state
+moves on only after its turns are stored; a crash in between reads them
+again, and their keys keep them stored once: nothing missed, nothing
+doubled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from memoro.errors import ConfigError
+from memoro.imports.claude_code import ClaudeCodeLog
+from memoro.imports.codex import CodexLog
+from memoro.imports.model import ImportedConversation, Tally
+from memoro.imports.sessions import (
+    DETECT_LINES,
+    SETTLE_SECONDS,
+    STALE_SECONDS,
+    SessionLog,
+    detect_stream,
+    feed_stream,
+    json_line,
+    log_files,
+)
+
+LOGS: dict[str, type[SessionLog]] = {"claude-code": ClaudeCodeLog, "codex": CodexLog}
+HEAD_BYTES = 4096
+"""Bytes at a log's start that tell it from another file put at its path."""
+SAVE_SECONDS = 30.0
+"""How often a log that is being written has its state saved when no turn
+of it was stored (a crash reads at most this much again)."""
+VERSION = 1
+
+Store = Callable[[list[ImportedConversation], Tally], None]
+"""Stores a log's finished turns, counting into the tally; raises if it
+could not (the log is read again next time)."""
+
+
+@dataclass
+class Followed:
+    """How far one log has been read, as saved in the state folder."""
+
+    path: str
+    device: int = 0
+    inode: int = 0
+    head: str = ""
+    head_size: int = 0
+    """A digest of the log's first bytes (up to ``HEAD_BYTES``): another
+    file put at its path starts otherwise."""
+    size: int = 0
+    modified: int = 0
+    """The log's size and change time (ns) when it was last read."""
+    offset: int = 0
+    """Bytes read: up to the end of the last complete line."""
+    lines: int = 0
+    format: str | None = None
+    """claude-code, codex, "" (no session log), None (not known yet)."""
+    log: dict[str, Any] | None = None
+    """The reading's state; None once nothing waits (should the log grow
+    again, it is read again from its start)."""
+    due: float | None = None
+    """When a turn still open may count as finished by the quiet alone."""
+    version: int = VERSION
+
+
+@dataclass
+class Imported:
+    """What one look did with one log."""
+
+    path: Path
+    format: str
+    conversations: list[ImportedConversation]
+    tally: Tally
+    note: str = ""
+    """Why the log was read again from its start, if it was."""
+
+
+class _Reading:
+    """A log being read, ahead of its saved state: the reading and how far
+    it got, saved together (never one without the other)."""
+
+    def __init__(self, log: SessionLog, followed: Followed) -> None:
+        self.log = log
+        self.offset, self.lines = followed.offset, followed.lines
+        self.size, self.modified, self.due = followed.size, followed.modified, followed.due
+        self.saved = time.monotonic()
+
+
+class Follower:
+    """Follows the logs under ``roots`` (files, or folders searched
+    through), keeping its state in ``state`` (a folder of its own: one
+    follower per state folder, held with a lock)."""
+
+    def __init__(
+        self, roots: Sequence[Path], state: Path, *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.roots = [Path(os.path.abspath(root)) for root in roots]
+        self.folder = state
+        self.clock = clock
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._lock = _lock(self.folder)
+        self.followed: dict[str, Followed] = {}
+        self._reading: dict[str, _Reading] = {}
+        for saved in self.folder.glob("*.json"):
+            try:
+                followed = Followed(**json.loads(saved.read_text("utf-8")))
+            except (OSError, ValueError, TypeError):
+                continue  # unreadable: that log is read again from its start
+            if followed.version == VERSION:
+                self.followed[followed.path] = followed
+
+    def close(self) -> None:
+        """Save every log being read and let go of the state folder."""
+        for path, reading in list(self._reading.items()):
+            followed = self.followed.get(path)
+            if followed is not None:
+                self._save(followed, reading)
+        self._reading.clear()
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+    def __enter__(self) -> Follower:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def poll(self, store: Store, stop: Callable[[], bool] = lambda: False) -> Iterator[Imported]:
+        """Look once: every log that changed, or whose open turn the quiet
+        has finished, is read on from where it was and its finished turns
+        stored; yields what was done, one entry per log read, as it goes
+        (``stop`` is asked between logs)."""
+        present: set[str] = set()
+        roots = [root for root in self.roots if root.exists()]
+        for root in roots:
+            for path in log_files(root):
+                if stop():
+                    return
+                present.add(str(path))
+                found = self._look(path, store)
+                if found is not None:
+                    yield found
+        for gone in [p for p in self.followed if p not in present and _under(p, roots)]:
+            self._forget(gone)  # a file put there later is read from its start
+        now = self.clock()
+        for key, reading in list(self._reading.items()):
+            idle = now - reading.modified / 1e9 >= SETTLE_SECONDS
+            if idle and not reading.log.waiting and key in self.followed:
+                self._save(self.followed[key], reading, keep=False)  # over: let it go
+                del self._reading[key]
+
+    # -- one log ----------------------------------------------------------------
+
+    def _look(self, path: Path, store: Store) -> Imported | None:
+        key = str(path)
+        try:
+            stat = path.stat()
+        except OSError:
+            return None
+        followed = self.followed.get(key)
+        now = self.clock()
+        note = ""
+        if followed is not None:
+            seen = self._reading.get(key) or followed
+            if (seen.size, seen.modified) == (stat.st_size, stat.st_mtime_ns) and (
+                seen.due is None or now < seen.due
+            ):
+                return None
+            if (followed.device, followed.inode) != (stat.st_dev, stat.st_ino):
+                note = "another file at its path: read from its start"
+            elif stat.st_size < seen.offset:
+                note = "it shrank: read again from its start"
+            elif followed.head_size and _head(path, followed.head_size) != followed.head:
+                note = "it was rewritten: read again from its start"
+            if note:
+                self._forget(key)
+                followed = None
+        if followed is None:
+            followed = Followed(key, stat.st_dev, stat.st_ino)
+            self.followed[key] = followed
+        if followed.format is None:
+            followed.format = _detect(path, stat.st_mtime, now)
+        if not followed.format:
+            followed.size, followed.modified = stat.st_size, stat.st_mtime_ns
+            return None
+        try:
+            return self._read(path, followed, stat, now, note, store)
+        except BaseException:
+            self._reading.pop(key, None)  # read on from the saved state next time
+            raise
+
+    def _read(
+        self,
+        path: Path,
+        followed: Followed,
+        stat: os.stat_result,
+        now: float,
+        note: str,
+        store: Store,
+    ) -> Imported | None:
+        key = str(path)
+        assert followed.format
+        reading = self._reading.get(key)
+        if reading is None:
+            log = LOGS[followed.format](path.name)
+            if followed.log is not None:
+                log.restore(followed.log)
+            else:  # nothing kept of an earlier reading: read it all
+                followed.offset = followed.lines = 0
+            reading = self._reading[key] = _Reading(log, followed)
+        tally = Tally()
+        quiet = max(now - stat.st_mtime, 0.0)
+        with path.open("rb") as file:
+            file.seek(reading.offset)
+            read, count, rest = feed_stream(
+                _lines(file), reading.log, tally, first=reading.lines + 1
+            )
+            if rest.strip() and quiet >= SETTLE_SECONDS:
+                # a last line without its line break, long unchanged: whole?
+                value, why = json_line(rest, reading.lines + count == 0)
+                if why is None and isinstance(value, dict):
+                    reading.log.feed(reading.lines + count + 1, value, tally)
+                    read, count = read + len(rest), count + 1
+        conversations = reading.log.finish(quiet, tally)
+        if conversations:
+            store(conversations, tally)
+        reading.offset += read
+        reading.lines += count
+        reading.size, reading.modified = stat.st_size, stat.st_mtime_ns
+        reading.due = _due(reading.log, stat.st_mtime)
+        if followed.head_size < HEAD_BYTES and reading.offset > followed.head_size:
+            followed.head_size = min(reading.offset, HEAD_BYTES)
+            followed.head = _head(path, followed.head_size)
+        done = not reading.log.waiting and quiet >= SETTLE_SECONDS
+        if conversations or done or time.monotonic() - reading.saved >= SAVE_SECONDS:
+            self._save(followed, reading, keep=not done)
+            if done:
+                self._reading.pop(key, None)
+        if not (read or conversations or note):
+            return None
+        return Imported(path, followed.format, conversations, tally, note)
+
+    # -- the state folder --------------------------------------------------------
+
+    def _file(self, path: str) -> Path:
+        return self.folder / (hashlib.sha256(path.encode()).hexdigest()[:32] + ".json")
+
+    def _save(self, followed: Followed, reading: _Reading, *, keep: bool = True) -> None:
+        followed.offset, followed.lines = reading.offset, reading.lines
+        followed.size, followed.modified, followed.due = reading.size, reading.modified, reading.due
+        followed.log = reading.log.state() if keep else None
+        target = self._file(followed.path)
+        partial = target.with_suffix(".partial")
+        # vars, not asdict: the reading's state is plain JSON already (no deep copy)
+        partial.write_text(json.dumps(vars(followed), separators=(",", ":")), "utf-8")
+        os.replace(partial, target)  # a crash leaves the old state or the new, whole
+        reading.saved = time.monotonic()
+
+    def _forget(self, path: str) -> None:
+        self.followed.pop(path, None)
+        self._reading.pop(path, None)
+        with contextlib.suppress(FileNotFoundError):
+            self._file(path).unlink()
+
+
+def _under(path: str, roots: Sequence[Path]) -> bool:
+    return any(path == str(root) or path.startswith(str(root) + os.sep) for root in roots)
+
+
+def _lines(file: IO[bytes]) -> Iterator[bytes]:
+    yield from file
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _head(path: Path, size: int) -> str:
+    try:
+        with path.open("rb") as file:
+            return _digest(file.read(size))
+    except OSError:
+        return ""
+
+
+def _detect(path: Path, modified: float, now: float) -> str | None:
+    """The log's format; "" when it is no session log; None when too little
+    of it is written yet to tell."""
+    try:
+        with path.open("rb") as file:
+            found = detect_stream(file)
+            file.seek(0)
+            lines = sum(1 for _, _ in zip(range(DETECT_LINES), file, strict=False))
+    except OSError:
+        return None
+    if found is not None:
+        return found
+    return "" if lines >= DETECT_LINES or now - modified >= SETTLE_SECONDS else None
+
+
+def _due(log: SessionLog, modified: float) -> float | None:
+    """When the quiet alone may finish the turn still open."""
+    if not log.waiting:
+        return None
+    tools = any(turn.waiting for turn in log.opened.values())
+    return modified + (STALE_SECONDS if tools else SETTLE_SECONDS)
+
+
+def _lock(folder: Path) -> IO[str] | None:
+    """Hold the state folder: two followers of it would each store what the
+    other did and overwrite its state."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks; one follower is up to the user
+        return None
+    handle = (folder / "lock").open("a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise ConfigError(
+            f"another memoro watch is following with the state in {folder}; stop it first"
+        ) from None
+    return handle

@@ -1,0 +1,375 @@
+"""What the session logs of coding-agent hosts (Claude Code, Codex CLI)
+share, pure but for reading a file: a log is read line by line into turns,
+each given out once it is finished and on the branch the user is on; the
+reading's state is plain JSON, so it can go on later from where it stopped;
+and which host wrote a log. The formats themselves: ``claude_code.py`` and
+``codex.py``.
+
+A turn is finished when the log says so (the host's end-of-turn line), when
+a later prompt follows it, or when the log has been quiet for
+``SETTLE_SECONDS`` (``STALE_SECONDS`` while a tool call still waits for its
+result). Until then it is not given out: its key would keep a half-written
+answer out for good.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any, ClassVar
+
+from memoro.imports.model import ImportedConversation, ImportedTurn, Tally
+from memoro.imports.source import Source, json_members
+from memoro.imports.times import BadTime, parse
+
+SETTLE_SECONDS = 600.0
+"""A log unchanged this long: its last turn is over (no host thinks for ten
+minutes without writing a line)."""
+STALE_SECONDS = 86_400.0
+"""…unless a tool call waits for its result (a long build, say): then a day."""
+TITLE_CHARS = 80
+"""A title made from a first prompt: its first line, cut at a word."""
+
+# Claude Code's own titles outrank a summary, which outranks a first prompt
+PROMPT_TITLE, SUMMARY_TITLE, AI_TITLE, CUSTOM_TITLE = range(4)
+
+
+@dataclass
+class Opened:
+    """A prompt and what answers it so far, until the turn is given out."""
+
+    key: str
+    conversation: str
+    question: str
+    at: object
+    """The prompt's time as the log wrote it (parsed when given out)."""
+    command: bool = False
+    """A slash command: a turn only when the assistant answered it."""
+    answers: list[str] = field(default_factory=list)
+    answered_at: object = None
+    ended: bool = False
+    waiting: list[str] = field(default_factory=list)
+    """Tool calls of this turn still waiting for their result."""
+
+
+class SessionLog:
+    """One log file read into turns. A subclass reads its host's lines
+    (``feed``); this class keeps the turns in the making, the prompts'
+    branches and the titles, and gives turns out (``finish``)."""
+
+    provider: ClassVar[str]
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.opened: dict[str, Opened] = {}
+        self.chain: dict[str, str | None] = {}
+        """Every prompt's key → the prompt before it on its branch."""
+        self.latest: str | None = None
+        """The prompt the user is at: the branch ends there."""
+        self.titles: dict[str, tuple[int, str]] = {}
+        self.tools: dict[str, str] = {}
+        """Tool calls waiting for a result → the key of their turn."""
+
+    def feed(self, number: int, raw: Any, tally: Tally) -> None:
+        """Read line ``number`` of the log (JSON already parsed)."""
+        raise NotImplementedError
+
+    # -- for the formats ------------------------------------------------------
+
+    def open(
+        self,
+        key: str,
+        conversation: str,
+        question: str,
+        at: object,
+        previous: str | None,
+        *,
+        command: bool = False,
+    ) -> None:
+        """A new prompt, after ``previous`` on its branch: the user is now there."""
+        if key in self.chain:  # the same prompt again (a copy in a resumed log)
+            return
+        self.opened[key] = Opened(key, conversation, question, at, command)
+        self.chain[key] = previous
+        self.latest = key
+        first_line = question.strip().split("\n", 1)[0] if question.strip() else ""
+        if first_line and conversation not in self.titles:
+            self.titles[conversation] = (PROMPT_TITLE, _short(first_line))
+
+    def answer(self, key: str | None, text: str, at: object, tally: Tally) -> None:
+        """Visible reply text for the turn ``key`` opened."""
+        if not text.strip():
+            return
+        if key is None:
+            tally.skipped["replies to no prompt in the log"] += 1
+        elif (turn := self.opened.get(key)) is not None:
+            turn.answers.append(text)
+            turn.answered_at = at or turn.answered_at
+        else:
+            tally.skipped["replies written after their turn was stored"] += 1
+
+    def end(self, key: str | None) -> None:
+        """The log says the turn ``key`` is over."""
+        if key is not None and (turn := self.opened.get(key)) is not None:
+            turn.ended = True
+
+    def call(self, key: str | None, call_id: object) -> None:
+        """A tool call of turn ``key`` that waits for its result."""
+        turn = self.opened.get(key) if key is not None else None
+        if turn is not None and isinstance(call_id, str) and call_id:
+            turn.waiting.append(call_id)
+            self.tools[call_id] = turn.key
+
+    def result(self, call_id: object) -> None:
+        """A tool call's result came."""
+        if isinstance(call_id, str) and (key := self.tools.pop(call_id, None)) is not None:
+            turn = self.opened.get(key)
+            if turn is not None and call_id in turn.waiting:
+                turn.waiting.remove(call_id)
+
+    def title(self, conversation: str, text: object, rank: int) -> None:
+        """A title the log gives a conversation; a higher ``rank`` wins, the
+        later of two alike."""
+        if isinstance(text, str) and text.strip():
+            held = self.titles.get(conversation)
+            if held is None or rank >= held[0]:
+                self.titles[conversation] = (rank, " ".join(text.split()))
+
+    def rewind(self, turns: int) -> None:
+        """The user took back the last ``turns`` prompts of the branch."""
+        for _ in range(max(turns, 0)):
+            if self.latest is None:
+                return
+            self.latest = self.chain.get(self.latest)
+
+    # -- giving turns out -----------------------------------------------------
+
+    @property
+    def waiting(self) -> bool:
+        """Whether a turn is still being written (or not yet given out)."""
+        return bool(self.opened)
+
+    def finish(self, quiet: float, tally: Tally) -> list[ImportedConversation]:
+        """The turns finished by now — the log unchanged for ``quiet``
+        seconds (``math.inf``: a log that is complete) — that lie on the
+        branch the user is on, each given out once. Finished turns off the
+        branch (edited or rewound away) are dropped and counted."""
+        seen: set[str] = set()
+        at = self.latest
+        while at is not None and at not in seen:
+            seen.add(at)
+            at = self.chain.get(at)
+        found: dict[str, list[ImportedTurn]] = {}
+        for key, turn in list(self.opened.items()):
+            done = (
+                key != self.latest
+                or turn.ended
+                or quiet >= STALE_SECONDS
+                or (quiet >= SETTLE_SECONDS and not turn.waiting)
+            )
+            if not done:
+                continue
+            del self.opened[key]
+            for call_id in turn.waiting:
+                self.tools.pop(call_id, None)
+            if key not in seen:
+                tally.skipped["turns rewound or edited away"] += 1
+            elif turn.command and not turn.answers:
+                tally.skipped["commands without a reply"] += 1
+            elif (made := _turn(turn, tally)) is not None:
+                found.setdefault(turn.conversation, []).append(made)
+        return [
+            ImportedConversation(c, self.titles.get(c, (0, None))[1], turns)
+            for c, turns in found.items()
+        ]
+
+    # -- state ------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """Everything needed to go on reading later, as JSON."""
+        return {
+            "opened": [asdict(turn) for turn in self.opened.values()],
+            "chain": self.chain,
+            "latest": self.latest,
+            "titles": self.titles,
+            "tools": self.tools,
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.opened = {t["key"]: Opened(**t) for t in state["opened"]}
+        self.chain = dict(state["chain"])
+        self.latest = state["latest"]
+        self.titles = {c: (int(r), str(t)) for c, (r, t) in state["titles"].items()}
+        self.tools = dict(state["tools"])
+
+
+def _turn(turn: Opened, tally: Tally) -> ImportedTurn | None:
+    answer = "\n\n".join(turn.answers)
+    if not turn.question.strip() and not answer.strip():
+        return None
+    try:
+        at = parse(turn.answered_at) or parse(turn.at)
+    except BadTime as exc:
+        tally.fail(turn.key, str(exc))
+        return None
+    return ImportedTurn(turn.key, turn.question, answer, at)
+
+
+def _short(line: str) -> str:
+    line = " ".join(line.split())
+    if len(line) <= TITLE_CHARS:
+        return line
+    cut = line[:TITLE_CHARS].rsplit(" ", 1)[0] or line[:TITLE_CHARS]
+    return cut.rstrip(" ,.;:") + "…"
+
+
+# -- reading a log ---------------------------------------------------------------
+
+
+def json_line(raw: bytes, first: bool = False) -> tuple[Any, str | None]:
+    """A line's JSON value, or why it is none."""
+    try:
+        return json.loads(raw.decode("utf-8-sig" if first else "utf-8")), None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return None, f"not a JSON line ({exc})"
+    except RecursionError:
+        return None, "nested too deep"
+
+
+def feed_stream(
+    lines: Iterator[bytes], log: SessionLog, tally: Tally, *, first: int = 1
+) -> tuple[int, int, bytes]:
+    """Feed ``log`` the complete lines of ``lines`` (numbered from
+    ``first``). Returns the bytes and lines read, and a last line without
+    its line break, left unread: it may still be being written."""
+    read = count = 0
+    number = first - 1
+    for raw in lines:
+        if not raw.endswith(b"\n"):
+            return read, count, raw
+        read += len(raw)
+        count += 1
+        number += 1
+        if not raw.strip():
+            continue
+        value, why = json_line(raw, number == 1)
+        if why is not None:
+            tally.fail(f"{log.name}:{number}", why)
+        elif not isinstance(value, dict):
+            tally.fail(f"{log.name}:{number}", "not a JSON object")
+        else:
+            log.feed(number, value, tally)
+    return read, count, b""
+
+
+def read_member(source: Source, member: str, log: SessionLog, tally: Tally) -> None:
+    """Feed ``log`` a whole log in ``source``; a last line without its line
+    break is read if it is whole JSON (a log that ends so), else left out
+    as still being written."""
+    with source.stream(member) as stream:
+        _, count, rest = feed_stream(iter(stream), log, tally)
+    if rest.strip():
+        value, why = json_line(rest, count == 0)
+        if why is None and isinstance(value, dict):
+            log.feed(count + 1, value, tally)
+        else:
+            tally.skipped["unfinished last line"] += 1
+
+
+def read_logs(
+    source: Source, tally: Tally, log: Callable[[str], SessionLog], expected: str
+) -> Iterator[ImportedConversation]:
+    """The conversations of every log in ``source`` (a log, or a zip of a
+    folder of them), each log read whole; a turn still being written is
+    counted, for a later import to bring."""
+    quiet = quiet_seconds(source, time.time())
+    for member in json_members(source, re.compile(r"\.jsonl$"), expected):
+        reading = log(member)
+        read_member(source, member, reading, tally)
+        for conversation in reading.finish(quiet, tally):
+            tally.conversations += 1
+            yield conversation
+        if reading.opened:
+            tally.skipped["turns still being written, for a later import"] += len(reading.opened)
+
+
+def quiet_seconds(source: Source, now: float) -> float:
+    """How long the file has not changed; an upload or a pipe is taken as
+    complete (a copy of a log does not grow)."""
+    if source.modified is None:
+        return float("inf")
+    return max(now - source.modified, 0.0)
+
+
+# -- which host wrote a log ---------------------------------------------------------
+
+_CLAUDE_KEYS = frozenset({"sessionId", "parentUuid", "leafUuid", "isSidechain"})
+_CLAUDE_TYPES = frozenset(
+    {"summary", "file-history-snapshot", "queue-operation", "custom-title", "ai-title"}
+)
+_CODEX_TYPES = frozenset(
+    {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+)
+DETECT_LINES = 5
+DETECT_BYTES = 4 * 2**20
+
+
+def kind(value: object) -> str | None:
+    """ "claude-code" or "codex" when a log line is plainly one of theirs."""
+    if not isinstance(value, dict):
+        return None
+    if value.get("type") in _CLAUDE_TYPES or ("type" in value and value.keys() & _CLAUDE_KEYS):
+        return "claude-code"
+    if value.get("type") in _CODEX_TYPES and isinstance(value.get("payload"), dict):
+        return "codex"
+    if "record_type" in value or {"id", "timestamp", "instructions"} <= value.keys():
+        return "codex"  # the flat rollouts of the first Codex CLI versions
+    return None
+
+
+def detect_stream(stream: IO[bytes]) -> str | None:
+    """Which host wrote the log ``stream`` starts; at most its first few
+    lines and ``DETECT_BYTES`` are read (a one-line export can be huge)."""
+    budget = DETECT_BYTES
+    for number in range(1, DETECT_LINES + 1):
+        raw = stream.readline(budget)
+        budget -= len(raw)
+        if not raw or (not raw.endswith(b"\n") and budget <= 0):
+            return None
+        if raw.strip():
+            value, _ = json_line(raw, number == 1)
+            if (found := kind(value)) is not None:
+                return found
+    return None
+
+
+def detect(source: Source, member: str) -> str | None:
+    with source.stream(member) as stream:
+        return detect_stream(stream)
+
+
+_LOG = re.compile(r"\.jsonl$")
+
+
+def log_files(root: Path) -> list[Path]:
+    """The ``.jsonl`` files at ``root`` (a file, or a folder searched
+    through), oldest change first, so a session resumed into a new file
+    comes after the one it continues."""
+    if not root.is_dir():
+        return [root]
+    found: list[tuple[float, str, Path]] = []
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in files:
+            if _LOG.search(name):
+                path = Path(folder) / name
+                try:
+                    found.append((path.stat().st_mtime, str(path), path))
+                except OSError:
+                    continue  # gone since the folder was listed
+    return [path for _, _, path in sorted(found)]
