@@ -1,0 +1,31 @@
+"""The Google ADK, CrewAI and LlamaIndex adapters are optional: importing
+one without its framework says which extra installs it (the framework is
+hidden here, so the test holds where it is installed too)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import pytest
+
+
+@pytest.mark.parametrize(
+    ("adapter", "framework", "named", "extra"),
+    [
+        ("google_adk", "google.adk", "google-adk", "google-adk"),
+        ("crewai", "crewai", "crewai", "crewai"),
+        ("llamaindex", "llama_index", "llama_index", "llamaindex"),
+    ],
+)
+def test_importing_an_adapter_without_its_framework_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, adapter: str, framework: str, named: str, extra: str
+) -> None:
+    monkeypatch.setitem(sys.modules, framework, None)  # None: "not installed" to importlib
+    monkeypatch.delitem(sys.modules, f"memoro.integrations.{adapter}", raising=False)
+    with pytest.raises(ImportError) as missing:
+        importlib.import_module(f"memoro.integrations.{adapter}")
+    assert str(missing.value) == (
+        f"memoro's {extra} adapter needs {named!r}, which is not installed:"
+        f" pip install 'memoro[{extra}]'"
+    )
