@@ -43,6 +43,10 @@ must judge the call the model made (one naming a user is refused)."""
 _system: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 """Each agent executor's own system prompt, before memoro's part."""
 
+_asked: ContextVar[tuple[UserMemory, str] | None] = ContextVar("memoro_asked", default=None)
+"""The user's message of the kickoff running in this context (concurrent
+kickoffs each run in a context of their own)."""
+
 
 class MemoroTool(_tools.BaseTool):  # type: ignore[misc]
     """One of memoro's tools for one user: memoro's description and JSON
@@ -115,7 +119,6 @@ class UserMemory:
         self.conversation_id = conversation_id or f"crewai-{uuid.uuid4().hex}"
         self.message = message
         self.tools = [_tool(memory, self.user_id, spec) for spec in tool_specs()]
-        self._question: ContextVar[str | None] = ContextVar("memoro_question", default=None)
         _register_hooks()
 
     def before_kickoff(self, inputs: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -127,14 +130,15 @@ class UserMemory:
                 f" call crew.kickoff(inputs={{{self.message!r}: ...}}), or name your input with"
                 " UserMemory(..., message='<input name>')"
             )
-        self._question.set(question)
+        _asked.set((self, question))
         return inputs
 
     def after_kickoff(self, output: Any) -> Any:
         """Record the finished kickoff: the user's message and the crew's
         final output."""
-        question = self._question.get() or ""
-        self._question.set(None)
+        asked = _asked.get()
+        _asked.set(None)
+        question = asked[1] if asked is not None and asked[0] is self else ""
         record(self.memory, self.user_id, self.conversation_id, question, str(output.raw or ""))
         return output
 

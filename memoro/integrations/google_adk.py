@@ -11,6 +11,7 @@ tool argument.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -156,30 +157,39 @@ def _record_events(
     user's message and the agents' final answers. The invocation id keys
     the turn, so recording a session again adds only what is new; an
     invocation with no final answer yet is not a finished turn."""
-    turns: dict[str, tuple[list[str], list[str], float]] = {}
+    turns: dict[str, _Turn] = {}
     for event in events:
         if invocation_id is not None and event.invocation_id != invocation_id:
             continue
         text = _text(event.content)
         if not text:
             continue
-        question, answer, ended = turns.setdefault(event.invocation_id, ([], [], 0.0))
+        turn = turns.setdefault(event.invocation_id, _Turn())
         if event.author == "user":
-            question.append(text)
+            turn.question.append(text)
         elif event.is_final_response():
-            answer.append(text)
-            turns[event.invocation_id] = (question, answer, event.timestamp)
-    for invocation, (question, answer, ended) in turns.items():
-        if answer:
+            turn.answer.append(text)
+            turn.ended = event.timestamp
+    for invocation, turn in turns.items():
+        if turn.answer:
             record(
                 memory,
                 user_id,
                 conversation_id,
-                "\n\n".join(question),
-                "\n\n".join(answer),
+                "\n\n".join(turn.question),
+                "\n\n".join(turn.answer),
                 key=f"google-adk:{invocation}",
-                at=datetime.fromtimestamp(ended, UTC),
+                at=datetime.fromtimestamp(turn.ended, UTC),
             )
+
+
+@dataclass
+class _Turn:
+    """One invocation's messages: what the user said, what the agents answered."""
+
+    question: list[str] = field(default_factory=list)
+    answer: list[str] = field(default_factory=list)
+    ended: float = 0.0
 
 
 def _text(content: Any) -> str:
