@@ -21,7 +21,8 @@ import pytest
 def test_importing_an_adapter_without_its_framework_names_the_extra(
     monkeypatch: pytest.MonkeyPatch, adapter: str, framework: str, named: str, extra: str
 ) -> None:
-    monkeypatch.setitem(sys.modules, framework, None)  # None: "not installed" to importlib
+    for name in [framework, *(m for m in sys.modules if m.startswith(f"{framework}."))]:
+        monkeypatch.setitem(sys.modules, name, None)  # None: "not installed" to importlib
     monkeypatch.delitem(sys.modules, f"memoro.integrations.{adapter}", raising=False)
     with pytest.raises(ImportError) as missing:
         importlib.import_module(f"memoro.integrations.{adapter}")
