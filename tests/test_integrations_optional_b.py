@@ -5,9 +5,23 @@ hidden here, so the test holds where it is installed too)."""
 from __future__ import annotations
 
 import importlib
+import subprocess
 import sys
 
 import pytest
+
+FRAMEWORKS = ["crewai", "google.adk", "litellm", "llama_index"]
+
+
+def test_import_memoro_loads_none_of_these_frameworks() -> None:
+    code = (
+        "import sys, memoro, memoro.integrations, memoro.integrations._common\n"
+        f"print(sorted(m for m in {FRAMEWORKS!r} if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize(
