@@ -39,14 +39,16 @@ class Memory(Protocol):
     ) -> RecordedTurn: ...
 
 
-def require(module: str, extra: str) -> ModuleType:
-    """Import a framework module, or say which extra installs it."""
+def require(module: str, extra: str, *, package: str | None = None) -> ModuleType:
+    """Import a framework module, or say which extra installs it
+    (``package`` names the framework where the module's first part does
+    not, as for the ``google`` namespace)."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
         raise ImportError(
-            f"memoro's {extra} adapter needs {module.split('.')[0]!r}, which is not installed:"
-            f" pip install 'memoro[{extra}]'"
+            f"memoro's {extra} adapter needs {package or module.split('.')[0]!r}, which is not"
+            f" installed: pip install 'memoro[{extra}]'"
         ) from exc
 
 
@@ -101,13 +103,15 @@ def record(
     answer: str,
     *,
     key: str | None = None,
+    at: datetime | None = None,
 ) -> RecordedTurn | None:
     """Store a finished turn for the run's user; nothing without one, and
-    nothing for a turn with neither a question nor an answer."""
+    nothing for a turn with neither a question nor an answer. ``at`` is
+    when it ended, when the framework kept it (default: now)."""
     user = confirmed(user_id)
     if user is None or not (question.strip() or answer.strip()):
         return None
-    return memory.record_turn(user, conversation_id, question, answer, key=key)
+    return memory.record_turn(user, conversation_id, question, answer, key=key, at=at)
 
 
 async def in_thread(function: Any, /, *args: Any, **kwargs: Any) -> Any:

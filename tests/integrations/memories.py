@@ -1,7 +1,7 @@
-"""What the adapter tests of the OpenAI Agents SDK, LangGraph and
-pydantic-ai share: memoro embedded or behind a real server (the remote
-client over loopback HTTP), the system prompt a scripted model was sent,
-and a docs page's first example run as it is written."""
+"""What the framework adapters' tests share: memoro embedded or behind a
+real server (the remote client over loopback HTTP), the system prompt a
+scripted model was sent, the turns a user has, and a docs page's first
+example run as it is written."""
 
 from __future__ import annotations
 
@@ -104,3 +104,25 @@ def indexed(memory: Memoro, deadline: float = 60.0) -> None:
     while memory.pending_jobs():
         assert time.monotonic() < end, "the turns were never indexed"
         time.sleep(0.01)
+
+
+def assert_block_last(body: dict[str, Any], block: str | None) -> None:
+    """A Chat Completions request's system prompt ends with this block,
+    its system messages all come before the conversation, and no user
+    message carries the block."""
+    assert ends_with_block(body, block)
+    roles = [m["role"] for m in body["messages"]]
+    begun = next((i for i, r in enumerate(roles) if r not in ("system", "developer")), len(roles))
+    assert not {"system", "developer"} & set(roles[begun:]), "a system message mid-conversation"
+    for message in body["messages"]:
+        if message["role"] == "user":
+            assert "Personal memory (" not in str(message["content"])
+
+
+def turns(service: Memoro, user_id: str) -> list[tuple[str, str]]:
+    """Every recorded turn of a user, oldest conversation first."""
+    return [
+        (turn.question, turn.answer)
+        for conversation in reversed(service.list_conversations(user_id))
+        for turn in service.conversation_turns(user_id, conversation.id)
+    ]
