@@ -54,7 +54,7 @@ podman info >/dev/null 2>"$CACHE/podman-info.err" || skip "$(tail -1 "$CACHE/pod
 if ! podman image exists "$BASE"; then
     if [ ! -s "$CACHE/debian-py-bookworm.tar" ]; then
         echo "== container: making the base image with mmdebstrap (a few minutes, once)"
-        mmdebstrap --quiet --variant=minbase --include=python3,python3-venv,ca-certificates \
+        mmdebstrap --quiet --format=tar --variant=minbase --include=python3,python3-venv,ca-certificates \
             bookworm "$CACHE/debian-py-bookworm.tar.part"
         mv "$CACHE/debian-py-bookworm.tar.part" "$CACHE/debian-py-bookworm.tar"
     fi
@@ -71,17 +71,17 @@ FROM $BASE
 COPY ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt
 EOF
-build() { # quiet unless it fails
-    if ! podman build --network=host "$@" >"$CACHE/build.log" 2>&1; then
+build() { # quiet unless it fails; the Docker format keeps HEALTHCHECK (OCI has none)
+    if ! podman build --format docker --network=host "$@" >"$CACHE/build.log" 2>&1; then
         grep -v systemd "$CACHE/build.log" | tail -40 >&2
         exit 1
     fi
 }
 build -t "$BUILD_BASE" "$CACHE/base"
-# the build stage gets a name of its own, so pruning never drops its layers
-# (the installed dependencies) from the cache
+# the build stage gets a name of its own, so that pruning the images these
+# builds replace never drops its layers (the installed dependencies)
 build --build-arg BASE_IMAGE="$BUILD_BASE" --target build -t "$IMAGE-build" .
-build --format docker --build-arg BASE_IMAGE="$BUILD_BASE" -t "$IMAGE" .
+build --build-arg BASE_IMAGE="$BUILD_BASE" -t "$IMAGE" .
 build --build-arg BASE_IMAGE="$BUILD_BASE" -t "$POSTGRES_IMAGE" \
     -f tests/container/postgres.Containerfile tests/container
 podman image prune --force >/dev/null # the images these builds replaced
@@ -98,5 +98,5 @@ install_once test '.[dev]'
 echo "== container: tests"
 MEMORO_CONTAINER_IMAGE="$IMAGE" MEMORO_CONTAINER_POSTGRES_IMAGE="$POSTGRES_IMAGE" \
     MEMORO_PODMAN_COMPOSE="$PWD/$compose/bin/podman-compose" \
-    .venv/bin/python -m pytest -q -p no:cacheprovider tests/container
+    .venv/bin/python -m pytest -q -p no:cacheprovider --durations=8 tests/container
 echo "== container: done in $((SECONDS - started)) s"

@@ -101,6 +101,14 @@ class Container:
         podman("stop", "--time", str(grace), self.name, timeout=grace + 30)
         return time.monotonic() - start
 
+    def psql(self, sql: str) -> str:
+        """Run ``sql`` with psql in this (PostgreSQL) container, as its
+        superuser in the database memoro; the rows, unaligned."""
+        return podman(
+            *("exec", self.name, "psql", "--username=postgres", "--dbname=memoro"),
+            *("--no-psqlrc", "--tuples-only", "--no-align", "--command", sql),
+        ).strip()
+
     def exit_code(self) -> int:
         return int(self.inspect()["State"]["ExitCode"])
 

@@ -154,6 +154,17 @@ def test_the_compose_stack_migrates_serves_indexes_and_restarts(stack: Stack) ->
     for secret in ("MEMORO_SECRET", "POSTGRES_PASSWORD", "MEMORO_OWNER_PASSWORD"):
         assert stack.secrets[secret] not in json.dumps(worker.inspect()["Config"]["Env"])
 
+    # the grants after migrate: each role its rights, and no more
+    rights = stack.container("postgres").psql(
+        "SELECT has_table_privilege('memoro_app', 'turns', 'INSERT'),"
+        " has_table_privilege('memoro_app', 'memory_blocks', 'MAINTAIN'),"
+        " has_table_privilege('memoro_app', 'turns', 'MAINTAIN'),"
+        " has_table_privilege('memoro_worker', 'turns', 'MAINTAIN'),"
+        " has_function_privilege('memoro_app', 'memoro_count_missing(text)', 'EXECUTE'),"
+        " has_function_privilege('memoro_worker', 'memoro_count_missing(text)', 'EXECUTE')"
+    )
+    assert rights == "t|t|f|t|f|t"  # the worker role existed before migrate ran
+
     with MemoroClient(url, token) as memory:
         memory.write_block("alice", "Preferred name: Al", writer="user")
         memory.record_turn("alice", "c1", "Which ticket is the deploy?", "It is ZEBRA-4417.")
