@@ -90,7 +90,11 @@ echo "== container: images built in $((SECONDS - started)) s"
 compose="$CACHE/podman-compose"
 if [ ! -x "$compose/bin/podman-compose" ]; then
     python3 -m venv "$compose"
-    "$compose/bin/pip" install --quiet --disable-pip-version-check 'podman-compose>=1.1'
+    if ! "$compose/bin/pip" install --disable-pip-version-check 'podman-compose>=1.1' \
+        >"$CACHE/pip.log" 2>&1; then
+        tail -20 "$CACHE/pip.log" >&2
+        exit 1
+    fi
 fi
 
 source scripts/_install.sh
