@@ -30,6 +30,8 @@ echo "== pytest"
 # the framework adapters, each through its real framework in its own environment
 if [ $# -eq 0 ]; then
     bash scripts/test_integrations.sh
+    # the container image and compose.yaml, built and run with podman
+    bash scripts/test_container.sh
 fi
 # the TypeScript client, against a memoro serve from .venv
 if [ $# -eq 0 ]; then
