@@ -277,11 +277,16 @@ def test_memoro_user_delete_asks_first_then_erases(tmp_path: Path) -> None:
     assert refused.exit_code == 1 and "1 conversation" in refused.output
     kept = runner.invoke(cli, ["memory", "show", "--user", "ann"], env=env)
     assert "Name: Ann" in kept.output
+    logs = Path(__file__).parent / "fixtures" / "imports" / "claude-code"
+    for user in ("ann", "bob"):  # what memoro watch keeps of each user's logs
+        watched = runner.invoke(cli, ["watch", str(logs), "--user", user, "--once"], env=env)
+        assert watched.exit_code == 0, watched.output
+    assert len(list((tmp_path / "watch").iterdir())) == 2
     done = runner.invoke(cli, ["user", "delete", "--user", "ann", "--yes"], env=env)
     assert done.exit_code == 0, done.output
-    assert done.output == (
+    assert len(list((tmp_path / "watch").iterdir())) == 1  # bob's is left
+    assert done.output.startswith(
         "Deleted everything memoro held for ann: the memory block, 1 audit entry,"
-        " 1 conversation (1 turn).\n"
     )
     again = runner.invoke(cli, ["user", "delete", "--user", "ann", "--yes"], env=env)
     assert again.output == "memoro held nothing for ann; nothing was deleted.\n"

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import click
 
 from memoro.cli._app import cli, open_memoro, user_option
+from memoro.cli.watch import state_name
 from memoro.models import UserDeletion
+from memoro.settings import Settings
 from memoro.tools import plural
 
 
@@ -24,8 +27,9 @@ def user() -> None:
 def user_delete(ctx: click.Context, user: str, yes: bool, as_json: bool) -> None:
     """Delete everything memoro holds for a user: the memory block and its
     audit, every conversation and its index, queued jobs, imports and
-    uploads. True on disk as after any deletion; this cannot be undone. The
-    user id can be used again at once."""
+    uploads, and what `memoro watch` kept of the user's logs. True on disk
+    as after any deletion; this cannot be undone. The user id can be used
+    again at once."""
     memoro = open_memoro(ctx)
     if not yes:
         held = plural(len(memoro.list_conversations(user)), "conversation")
@@ -36,6 +40,12 @@ def user_delete(ctx: click.Context, user: str, yes: bool, as_json: bool) -> None
             err=True,
         )
     deleted = memoro.delete_user(user)
+    # what `memoro watch` kept of the user's logs for this database (a turn
+    # still being written among it) goes too
+    settings: Settings = ctx.find_root().obj
+    watched = settings.home / "watch" / state_name(user, settings.database_words())
+    if watched.is_dir():
+        shutil.rmtree(watched)
     if as_json:
         click.echo(json.dumps(deleted.to_json()))
     else:

@@ -110,7 +110,7 @@ def watch(
     user = check_user(user)  # a bad id is refused before anything is read
     roots = _roots(paths)
     target = server.rstrip("/") if server else settings.database_words()
-    folder = state or settings.home / "watch" / _digest(user, target)
+    folder = state or settings.home / "watch" / state_name(user, target)
     memoro: Memoro | None = None
     if server:
         client = MemoroClient(server, token or None)
@@ -256,7 +256,7 @@ def _roots(paths: tuple[Path, ...]) -> list[Path]:
     return found
 
 
-def _digest(user: str, target: str) -> str:
+def state_name(user: str, target: str) -> str:
     """The state folder's name: one per user and store followed into."""
     return hashlib.sha256(f"{user}\n{target}".encode()).hexdigest()[:16]
 
