@@ -56,18 +56,9 @@ def deletion_truth(where: Place, users: int = 10) -> Row:
             scans["while serving"] = where.files_with([m.encode() for m in markers])
     finally:
         stop(proc)
-    if where.data_dir is None:
-        scans["after SIGTERM"] = where.files_with([m.encode() for m in markers])
-    else:
-        with psycopg.connect(where.admin or "", autocommit=True) as conn:
-            for statement in finishing_statements():
-                conn.execute(statement.encode())
-        scans["after the guide's steps"] = where.files_with([m.encode() for m in markers])
+    scans.update(_stopped_scan(where, markers))
     row.notes.append(f"before deleting, {len(before)} of {len(markers)} markers were on disk")
-    for when, found in scans.items():
-        row.tried += len(markers)
-        for marker, files in found.items():
-            row.fail(f"{when}: {marker.decode()} in {', '.join(files)}")
+    _count(row, markers, scans)
     return row
 
 
@@ -174,19 +165,28 @@ def user_deletion(where: Place, users: int = 10) -> Row:
             scans["while serving"] = where.files_with([m.encode() for m in markers])
     finally:
         stop(proc)
+    scans.update(_stopped_scan(where, markers))
+    _count(row, markers, scans)
+    row.notes.append(f"{len(tables)} tables with a user_id")
+    return row
+
+
+def _stopped_scan(where: Place, markers: list[str]) -> dict[str, dict[bytes, list[str]]]:
+    """Markers in the files once the server has stopped: SQLite's as they
+    are, PostgreSQL's after the statements the guide gives an operator."""
     if where.data_dir is None:
-        scans["after SIGTERM"] = where.files_with([m.encode() for m in markers])
-    else:
-        with psycopg.connect(where.admin or "", autocommit=True) as conn:
-            for statement in finishing_statements():
-                conn.execute(statement.encode())
-        scans["after the guide's steps"] = where.files_with([m.encode() for m in markers])
+        return {"after SIGTERM": where.files_with([m.encode() for m in markers])}
+    with psycopg.connect(where.admin or "", autocommit=True) as conn:
+        for statement in finishing_statements():
+            conn.execute(statement.encode())
+    return {"after the guide's steps": where.files_with([m.encode() for m in markers])}
+
+
+def _count(row: Row, markers: list[str], scans: dict[str, dict[bytes, list[str]]]) -> None:
     for when, found in scans.items():
         row.tried += len(markers)
         for marker, files in found.items():
             row.fail(f"{when}: {marker.decode()} in {', '.join(files)}")
-    row.notes.append(f"{len(tables)} tables with a user_id")
-    return row
 
 
 def _user_tables(where: Place) -> list[str]:
