@@ -30,6 +30,12 @@ class Mode(StrEnum):
 KEYWORD_WEIGHT = {Mode.HYBRID: 0.5, Mode.KEYWORD: 1.0, Mode.SEMANTIC: 0.0}
 NEIGHBOR_SHARE = 0.3
 SEMANTIC_FLOOR = 0.2
+KEYWORD_EVIDENCE = 0.3
+"""A keyword match is evidence when it holds this share of the query (its
+terms weighed by IDF: ``KeywordHits.coverage``)."""
+SEMANTIC_EVIDENCE = 0.25
+"""A cosine is evidence when it reaches this share of the way from the
+query's median cosine over the user's chunks to 1."""
 
 
 @dataclass(frozen=True)
@@ -85,3 +91,30 @@ def rank(
         ranked.append(RankedTurn(turn_id, chunk_id, score))
     ranked.sort(key=lambda r: (-r.score, -r.turn_id))
     return ranked
+
+
+def relevant(
+    mode: Mode,
+    coverage: float,
+    semantic_best: float | None,
+    typical: float | None,
+    *,
+    keyword_evidence: float = KEYWORD_EVIDENCE,
+    semantic_evidence: float = SEMANTIC_EVIDENCE,
+) -> bool:
+    """Whether anything found is relevant enough to return, judged on the
+    query's own scale on each side: the best keyword match by the share of
+    the query it holds, its words weighed by how rare they are in this
+    history (``coverage``: a question about things the user never named
+    matches little of itself), and the best cosine by how far it rises from
+    the query's median cosine over the user's chunks (``typical``: what
+    this query scores against anything here) towards 1. Without a median
+    (a short history) a cosine above the noise floor counts, as in
+    ``rank``. The thresholds replace the constants, for measuring."""
+    if mode is not Mode.SEMANTIC and coverage >= keyword_evidence:
+        return True
+    if mode is Mode.KEYWORD or semantic_best is None:
+        return False
+    if typical is None:
+        return mode is Mode.SEMANTIC or semantic_best > SEMANTIC_FLOOR
+    return (semantic_best - typical) / max(1.0 - typical, 1e-6) >= semantic_evidence
