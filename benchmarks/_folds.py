@@ -39,7 +39,7 @@ Row = tuple[float, float, float]  # R@5, R@10, NDCG@10
 Question = dict[str, Any]
 
 
-def _metrics(ranked: list[int], relevant: set[int]) -> Row:
+def metrics(ranked: list[int], relevant: set[int]) -> Row:
     def recall(k: int) -> float:
         return len(set(ranked[:k]) & relevant) / len(relevant)
 
@@ -52,7 +52,7 @@ def scored(
     questions: list[Question], found: list[Evidence], constants: dict[str, Any]
 ) -> list[Row]:
     return [
-        _metrics([r.turn_id for r in ordered(f, **constants)], q["turns"])
+        metrics([r.turn_id for r in ordered(f, **constants)], q["turns"])
         for q, f in zip(questions, found, strict=True)
     ]
 

@@ -14,6 +14,10 @@ NDCG@10 per category (LongMemEval: per question type) and overall.
     python benchmarks/retrieval.py --data FILE --mode all --database sqlite --database pgserver
     python benchmarks/retrieval.py --data FILE --folds          # leave one fold out
     python benchmarks/retrieval.py --data FILE --contributions  # each signal's share
+    python benchmarks/retrieval.py --data FILE --nothing        # "nothing matches" trade-off
+    python benchmarks/retrieval.py --data LONGMEMEVAL --dates   # today's date, temporal questions
+
+The analyses share one load; with ``--mode`` they follow the modes' table.
 
 With several ``--database`` values the same data is ingested into each
 (embedded once) and a side-by-side table follows.
@@ -32,7 +36,9 @@ from pathlib import Path
 from typing import Any
 
 import _datasets
+import _dates
 import _folds
+import _nothing
 from _backends import add_option, backend, specs
 from _datasets import ALL_BUT_ADVERSARIAL, DataSet
 from _embedcache import DiskCachedEmbedder
@@ -189,6 +195,18 @@ def main() -> None:
         " mode, first --database)",
     )
     parser.add_argument(
+        "--dates",
+        action="store_true",
+        help="LongMemEval: temporal-reasoning questions searched without and with a time window"
+        " read from the question against its date (rules standing in for a model)",
+    )
+    parser.add_argument(
+        "--nothing",
+        action="store_true",
+        help="'nothing matches': real questions, questions asked of a history without their"
+        " answer and nonsense, over a grid of the gate's thresholds and leave one fold out",
+    )
+    parser.add_argument(
         "--contributions",
         action="store_true",
         help="each signal's contribution: keyword alone, semantic alone, each fusion term"
@@ -201,17 +219,23 @@ def main() -> None:
     settings = Settings.from_env(overrides={"home": ".", "embedder": args.embedder})
     inner = make_embedder(settings)
     embedder = DiskCachedEmbedder(inner) if inner is not None else None
-    if args.folds or args.contributions:
+    if args.folds or args.contributions or args.nothing or args.dates:
+        # one load for every analysis asked for (a LongMemEval load takes minutes)
         with backend(specs(args)[0]) as where, tempfile.TemporaryDirectory() as home:
             memoro, questions = load(dataset, data, home, embedder, where.url)
-            print(
-                f"{dataset.name}: {len(questions)} questions, embedder"
-                f" {embedder.model_id if embedder else 'keyword'}, {where.label}"
-            )
-            if args.folds:
-                print(_folds.report(memoro, dataset, questions))
-            if args.contributions:
-                print(_folds.contributions(memoro, dataset, questions))
+            model = embedder.model_id if embedder else "keyword"
+            print(f"{dataset.name}: {len(questions)} questions, embedder {model}, {where.label}")
+            if args.mode != "hybrid" or not (args.folds or args.contributions):
+                print(table({m: evaluate(memoro, dataset, questions, m) for m in modes}))
+            for flag, run_it in (
+                (args.folds, lambda: _folds.report(memoro, dataset, questions)),
+                (args.contributions, lambda: _folds.contributions(memoro, dataset, questions)),
+                (args.nothing, lambda: _nothing.report(memoro, dataset, data, questions)),
+                (args.dates, lambda: _dates.report(memoro, questions)),
+            ):
+                if flag:
+                    print()
+                    print(run_it(), flush=True)
             memoro.close()
         return
     results: dict[str, dict[str, dict[str, Any]]] = {}
