@@ -142,10 +142,14 @@ def test_c9_relevance_is_read_on_the_querys_own_scale() -> None:
     assert not relevant(Mode.HYBRID, 0.29, None, None)
     assert not relevant(Mode.SEMANTIC, 0.9, None, None)  # semantic mode ignores keywords
     # semantic side: how far the best cosine rises from the query's median towards 1
-    assert relevant(Mode.HYBRID, 0.0, 0.40, 0.20)  # (0.40 - 0.20) / 0.80 = 0.25
-    assert not relevant(Mode.HYBRID, 0.0, 0.39, 0.20)
-    assert relevant(Mode.HYBRID, 0.0, 0.86, 0.80)  # a model whose cosines sit high
-    assert not relevant(Mode.HYBRID, 0.0, 0.84, 0.80)
+    assert relevant(Mode.HYBRID, 0.1, 0.40, 0.20)  # (0.40 - 0.20) / 0.80 = 0.25
+    assert not relevant(Mode.HYBRID, 0.1, 0.39, 0.20)
+    assert relevant(Mode.HYBRID, 0.1, 0.86, 0.80)  # a model whose cosines sit high
+    assert not relevant(Mode.HYBRID, 0.1, 0.84, 0.80)
+    assert relevant(Mode.SEMANTIC, 0.0, 0.40, 0.20)
+    # no word of the query anywhere in the history: meaning alone must go past half way
+    assert not relevant(Mode.HYBRID, 0.0, 0.59, 0.20)
+    assert relevant(Mode.HYBRID, 0.0, 0.61, 0.20)
     assert not relevant(Mode.KEYWORD, 0.0, 0.99, 0.0)  # keyword mode ignores vectors
     # a short history has no median: a cosine above the noise floor counts
     assert relevant(Mode.HYBRID, 0.0, 0.21, None)
@@ -153,4 +157,4 @@ def test_c9_relevance_is_read_on_the_querys_own_scale() -> None:
     assert relevant(Mode.SEMANTIC, 0.0, 0.01, None)
     # the thresholds can be moved, for measuring
     assert relevant(Mode.HYBRID, 0.1, None, None, keyword_evidence=0.1)
-    assert not relevant(Mode.HYBRID, 0.0, 0.40, 0.20, semantic_evidence=0.3)
+    assert not relevant(Mode.HYBRID, 0.1, 0.40, 0.20, semantic_evidence=0.3)

@@ -36,6 +36,12 @@ terms weighed by IDF: ``KeywordHits.coverage``)."""
 SEMANTIC_EVIDENCE = 0.25
 """A cosine is evidence when it reaches this share of the way from the
 query's median cosine over the user's chunks to 1."""
+MEANING_ALONE_EVIDENCE = 0.5
+"""The same share, when no word of the query is anywhere in the user's
+history (hybrid search): meaning alone must then be more than half the
+way. Random letters embed close to code or noise in a long history
+(LongMemEval: up to 0.38 of the way); no real question of either
+development set left every one of its words unmatched."""
 
 
 @dataclass(frozen=True)
@@ -108,8 +114,9 @@ def relevant(
     history (``coverage``: a question about things the user never named
     matches little of itself), and the best cosine by how far it rises from
     the query's median cosine over the user's chunks (``typical``: what
-    this query scores against anything here) towards 1. Without a median
-    (a short history) a cosine above the noise floor counts, as in
+    this query scores against anything here) towards 1 — more than half
+    the way when no word of the query is in the history at all. Without a
+    median (a short history) a cosine above the noise floor counts, as in
     ``rank``. The thresholds replace the constants, for measuring."""
     if mode is not Mode.SEMANTIC and coverage >= keyword_evidence:
         return True
@@ -117,4 +124,6 @@ def relevant(
         return False
     if typical is None:
         return mode is Mode.SEMANTIC or semantic_best > SEMANTIC_FLOOR
+    if mode is Mode.HYBRID and coverage <= 0:
+        semantic_evidence = max(semantic_evidence, MEANING_ALONE_EVIDENCE)
     return (semantic_best - typical) / max(1.0 - typical, 1e-6) >= semantic_evidence
