@@ -138,9 +138,13 @@ def test_c9_coverage_weighs_the_query_words_by_how_rare_they_are(history: Memoro
 
 def test_c9_relevance_is_read_on_the_querys_own_scale() -> None:
     # keyword side: the share of the query the best match holds
-    assert relevant(Mode.HYBRID, 0.3, None, None)
-    assert not relevant(Mode.HYBRID, 0.29, None, None)
+    assert relevant(Mode.HYBRID, 0.3, 0.0, 0.0)
+    assert not relevant(Mode.HYBRID, 0.29, 0.0, 0.0)
     assert not relevant(Mode.SEMANTIC, 0.9, None, None)  # semantic mode ignores keywords
+    # without vectors a paraphrase has only its words: any match counts
+    assert relevant(Mode.KEYWORD, 0.05, None, None)
+    assert relevant(Mode.HYBRID, 0.05, None, None)
+    assert not relevant(Mode.KEYWORD, 0.0, None, None)
     # semantic side: how far the best cosine rises from the query's median towards 1
     assert relevant(Mode.HYBRID, 0.1, 0.40, 0.20)  # (0.40 - 0.20) / 0.80 = 0.25
     assert not relevant(Mode.HYBRID, 0.1, 0.39, 0.20)
@@ -156,5 +160,5 @@ def test_c9_relevance_is_read_on_the_querys_own_scale() -> None:
     assert not relevant(Mode.HYBRID, 0.0, 0.19, None)
     assert relevant(Mode.SEMANTIC, 0.0, 0.01, None)
     # the thresholds can be moved, for measuring
-    assert relevant(Mode.HYBRID, 0.1, None, None, keyword_evidence=0.1)
+    assert relevant(Mode.HYBRID, 0.1, 0.0, 0.0, keyword_evidence=0.1)
     assert not relevant(Mode.HYBRID, 0.1, 0.40, 0.20, semantic_evidence=0.3)

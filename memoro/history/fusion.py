@@ -117,11 +117,17 @@ def relevant(
     this query scores against anything here) towards 1 — more than half
     the way when no word of the query is in the history at all. Without a
     median (a short history) a cosine above the noise floor counts, as in
-    ``rank``. The thresholds replace the constants, for measuring."""
+    ``rank``. Without vectors any matched word counts, as a match is then
+    the only way a paraphrase is found. The thresholds replace the
+    constants, for measuring."""
+    if mode is Mode.KEYWORD or (mode is Mode.HYBRID and semantic_best is None):
+        # without vectors (keyword mode, or the model unavailable) a
+        # paraphrase has only its words to be found by: any match counts
+        return coverage > 0
+    if semantic_best is None:
+        return False  # semantic mode, and nothing has a vector
     if mode is not Mode.SEMANTIC and coverage >= keyword_evidence:
         return True
-    if mode is Mode.KEYWORD or semantic_best is None:
-        return False
     if typical is None:
         return mode is Mode.SEMANTIC or semantic_best > SEMANTIC_FLOOR
     if mode is Mode.HYBRID and coverage <= 0:
