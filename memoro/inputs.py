@@ -17,7 +17,8 @@ The service applies it; the HTTP schema states it (``ID_PATTERN``,
   in any time zone (years 1–9999 in Python and in a PostgreSQL session's).
 - **Search bounds** (``after``, ``before``) are such date-times or plain dates
   (``2025-01-31``: its first moment, UTC); ``after`` is inclusive, ``before``
-  exclusive, and ``after`` must be earlier than ``before``.
+  exclusive (a window whose ``after`` is not earlier than its ``before``
+  holds nothing).
 """
 
 from __future__ import annotations
@@ -51,9 +52,10 @@ _TIME = re.compile(_SHAPE)
 TIME_PATTERN = rf"^(?!0000-|0001-01-0[12]|9999-12-3[01]){_SHAPE}$"
 """Times as a JSON Schema pattern: the shape, and the range to the day."""
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+DAY_PATTERN = r"^(?!0000-|0001-01-0[12]|9999-12-3[01])\d{4}-\d{2}-\d{2}$"
+"""A plain date as a JSON Schema pattern, the range to the day."""
 BOUND_PATTERN = rf"^(?!0000-|0001-01-0[12]|9999-12-3[01])\d{{4}}-\d{{2}}-\d{{2}}({_CLOCK})?$"
-"""Search bounds as a JSON Schema pattern: a date, or a date-time as for
-``TIME_PATTERN``."""
+"""Search bounds as one pattern: a date, or a date-time as for ``TIME_PATTERN``."""
 
 
 def clean_text(text: str) -> str:
@@ -111,16 +113,9 @@ def turn_time(value: object) -> datetime | None:
 def search_bounds(after: object, before: object) -> tuple[datetime | None, datetime | None]:
     """A search's time window in UTC: from ``after`` (inclusive) to
     ``before`` (exclusive), each ``None`` (open), a datetime, a date or an
-    ISO 8601 date or date-time string; a date is its first moment in UTC."""
-    start = _moment(after, "after", dates=True)
-    end = _moment(before, "before", dates=True)
-    if start is not None and end is not None and start >= end:
-        raise InvalidInput(
-            f"'after' ({start.isoformat()}) must be earlier than 'before' ({end.isoformat()}):"
-            " 'after' is inclusive and 'before' exclusive, so one day is after=2025-01-30,"
-            " before=2025-01-31"
-        )
-    return start, end
+    ISO 8601 date or date-time string; a date is its first moment in UTC.
+    One day is after=2025-01-30, before=2025-01-31."""
+    return _moment(after, "after", dates=True), _moment(before, "before", dates=True)
 
 
 def _moment(value: object, name: str, *, dates: bool) -> datetime | None:

@@ -38,11 +38,16 @@ ID_DOC = (
     " characters or lone surrogates, not '.' or '..'."
 )
 VISIBLE = r"[^\s\x00-\x1f\x7f-\x9f]"
-BOUND: dict[str, Any] = {"pattern": inputs.BOUND_PATTERN}
+BOUND: dict[str, Any] = {
+    "anyOf": [
+        {"type": "string", "format": "date", "pattern": inputs.DAY_PATTERN},
+        {"type": "string", "format": "date-time", "pattern": inputs.TIME_PATTERN},
+    ]
+}
 BOUND_DOC = (
-    "An ISO 8601 date (2025-01-31: its first moment, UTC) or date-time (UTC unless it has an"
-    f" offset), dated {inputs.EARLIEST} to {inputs.LATEST}; 'after' is inclusive, 'before'"
-    " exclusive, and 'after' must be earlier than 'before'."
+    "An ISO 8601 date (2025-01-31: its first moment, UTC) or date-time (seconds optional; UTC"
+    f" unless it has an offset), dated {inputs.EARLIEST} to {inputs.LATEST}; 'after' is"
+    " inclusive, 'before' exclusive."
 )
 
 
