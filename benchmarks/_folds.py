@@ -1,11 +1,13 @@
-"""Leave-one-conversation-out for retrieval.py ``--folds``: are the ranking
-constants tuned to the development set, or do they generalise?
+"""Leave one fold out for retrieval.py ``--folds``: are the ranking constants
+tuned to the development set, or do they generalise? And ``--contributions``:
+what each signal of the ranking adds.
 
-Each question's evidence (candidates, keyword and semantic scores,
-neighbours) is gathered once; ranking it again with other constants is pure
-Python. For each conversation in turn, the constants that score best (R@10 +
-NDCG@10) on the *other* conversations are chosen from a grid and scored on
-the held-out one. The product's fixed constants are scored per fold beside
+A fold is one LoCoMo conversation or one LongMemEval question type
+(``_datasets``). Each question's evidence (candidates, keyword and semantic
+scores, neighbours) is gathered once; ranking it again with other constants
+is pure Python. For each fold in turn, the constants that score best (R@10 +
+NDCG@10) on the *other* folds are chosen from a grid and scored on the
+held-out one. The product's fixed constants are scored per fold beside
 them, and each constant is varied alone (the others fixed) to show how much
 any one of them matters, fold by fold.
 """
@@ -16,6 +18,8 @@ import itertools
 import math
 from collections.abc import Callable
 from typing import Any
+
+from _datasets import ALL_BUT_ADVERSARIAL, DataSet
 
 from memoro import Memoro
 from memoro.history import fusion
@@ -32,9 +36,10 @@ PRODUCT = {
     "share": fusion.NEIGHBOR_SHARE,
 }
 Row = tuple[float, float, float]  # R@5, R@10, NDCG@10
+Question = dict[str, Any]
 
 
-def _metrics(ranked: list[int], relevant: set[int]) -> Row:
+def metrics(ranked: list[int], relevant: set[int]) -> Row:
     def recall(k: int) -> float:
         return len(set(ranked[:k]) & relevant) / len(relevant)
 
@@ -43,11 +48,11 @@ def _metrics(ranked: list[int], relevant: set[int]) -> Row:
     return recall(5), recall(10), dcg / ideal
 
 
-def _scored(
-    questions: list[dict[str, Any]], found: list[Evidence], constants: dict[str, float]
+def scored(
+    questions: list[Question], found: list[Evidence], constants: dict[str, Any]
 ) -> list[Row]:
     return [
-        _metrics([r.turn_id for r in ordered(f, **constants)], q["turns"])
+        metrics([r.turn_id for r in ordered(f, **constants)], q["turns"])
         for q, f in zip(questions, found, strict=True)
     ]
 
@@ -70,57 +75,70 @@ def _fold_mean(cells: list[list[str]]) -> list[str]:
     return means
 
 
-def report(memoro: Memoro, questions: list[dict[str, Any]]) -> str:
-    """The leave-one-conversation-out tables, as Markdown."""
-    found = [gather(memoro.store, memoro.embedder, q["user"], q["question"]) for q in questions]
-    folds = sorted({q["user"] for q in questions})
+def _columns(dataset: DataSet) -> list[tuple[str, Callable[[Question], bool]]]:
+    """The R@10 columns beside overall R@10 and NDCG@10: LoCoMo's usual
+    subsets; none for LongMemEval, whose folds are its question types."""
+    if ALL_BUT_ADVERSARIAL not in dataset.extra_groups:
+        return []
+    return [
+        (f"{ALL_BUT_ADVERSARIAL} R@10", lambda q: q["category"] != "adversarial"),
+        ("multi-hop R@10", lambda q: q["category"] == "multi-hop"),
+        ("open-domain R@10", lambda q: q["category"] == "open-domain"),
+    ]
+
+
+def gathered(memoro: Memoro, questions: list[Question]) -> list[Evidence]:
+    return [gather(memoro.store, memoro.embedder, q["user"], q["question"]) for q in questions]
+
+
+def report(memoro: Memoro, dataset: DataSet, questions: list[Question]) -> str:
+    """The leave-one-fold-out tables, as Markdown."""
+    found = gathered(memoro, questions)
+    folds = sorted({q["fold"] for q in questions})
     combos = [dict(zip(GRID, values, strict=True)) for values in itertools.product(*GRID.values())]
     cache: dict[tuple[float, ...], list[Row]] = {}
+    extra = _columns(dataset)
 
     def rows(constants: dict[str, float]) -> list[Row]:
         key = tuple(constants[name] for name in GRID)
         if key not in cache:
-            cache[key] = _scored(questions, found, constants)
+            cache[key] = scored(questions, found, constants)
         return cache[key]
 
-    def subset(all_rows: list[Row], keep: Callable[[dict[str, Any]], bool]) -> list[Row]:
+    def subset(all_rows: list[Row], keep: Callable[[Question], bool]) -> list[Row]:
         return [r for r, q in zip(all_rows, questions, strict=True) if keep(q)]
 
-    def summary(chosen: list[Row], held: list[dict[str, Any]]) -> list[str]:
-        def group(name: str) -> list[Row]:
-            return [r for r, q in zip(chosen, held, strict=True) if q["category"] == name]
-
-        no_adv = [r for r, q in zip(chosen, held, strict=True) if q["category"] != "adversarial"]
-        values = [
-            _mean(chosen, lambda r: r[1]),
-            _mean(chosen, lambda r: r[2]),
-            _mean(no_adv, lambda r: r[1]),
-            _mean(group("multi-hop"), lambda r: r[1]),
-            _mean(group("open-domain"), lambda r: r[1]),
-        ]
+    def summary(chosen: list[Row], held: list[Question]) -> list[str]:
+        values = [_mean(chosen, lambda r: r[1]), _mean(chosen, lambda r: r[2])]
+        for _, keep in extra:
+            values.append(
+                _mean([r for r, q in zip(chosen, held, strict=True) if keep(q)], lambda r: r[1])
+            )
         return ["—" if math.isnan(v) else f"{v:.3f}" for v in values]
 
-    head = "R@10 | NDCG@10 | all but adversarial R@10 | multi-hop R@10 | open-domain R@10"
+    head = " | ".join(["R@10", "NDCG@10", *(name for name, _ in extra)])
+    width = 2 + len(extra)
     lines = [
-        f"| held out | constants | chosen on the other two: {head} | product's constants: {head} |",
-        "|---|---|" + "---:|" * 10,
+        f"| held out ({dataset.fold_by}) | constants | chosen on the other folds: {head}"
+        f" | product's constants: {head} |",
+        "|---|---|" + "---:|" * (2 * width),
     ]
-    pooled_tuned: list[tuple[Row, dict[str, Any]]] = []
-    pooled_fixed: list[tuple[Row, dict[str, Any]]] = []
+    pooled_tuned: list[tuple[Row, Question]] = []
+    pooled_fixed: list[tuple[Row, Question]] = []
     per_fold: list[list[str]] = []
     fixed_folds: list[list[str]] = []
     for held in folds:
 
-        def training(q: dict[str, Any], held: str = held) -> bool:
-            return q["user"] != held
+        def training(q: Question, held: str = held) -> bool:
+            return q["fold"] != held
 
         best = max(
             combos,
             key=lambda c: sum(r[1] + r[2] for r in subset(rows(c), training)),
         )
-        held_questions = [q for q in questions if q["user"] == held]
-        tuned = subset(rows(best), lambda q, held=held: q["user"] == held)
-        fixed = subset(rows(PRODUCT), lambda q, held=held: q["user"] == held)
+        held_questions = [q for q in questions if q["fold"] == held]
+        tuned = subset(rows(best), lambda q, held=held: q["fold"] == held)
+        fixed = subset(rows(PRODUCT), lambda q, held=held: q["fold"] == held)
         pooled_tuned += list(zip(tuned, held_questions, strict=True))
         pooled_fixed += list(zip(fixed, held_questions, strict=True))
         per_fold.append(summary(tuned, held_questions))
@@ -150,8 +168,8 @@ def report(memoro: Memoro, questions: list[dict[str, Any]]) -> str:
 
     sensitivity = [
         "",
-        "One constant varied, the others at the product's values; R@10 / NDCG@10 per"
-        " conversation and over all questions:",
+        f"One constant varied, the others at the product's values; R@10 / NDCG@10 per"
+        f" {dataset.fold_by} and over all questions:",
         "",
         "| constant | value | " + " | ".join(folds) + " | all |",
         "|---|---:|" + "---:|" * (len(folds) + 1),
@@ -160,9 +178,57 @@ def report(memoro: Memoro, questions: list[dict[str, Any]]) -> str:
         for value in values:
             constants = {**PRODUCT, name: value}
             all_rows = rows(constants)
-            cells = [_both(subset(all_rows, lambda q, f=f: q["user"] == f)) for f in folds]
+            cells = [_both(subset(all_rows, lambda q, f=f: q["fold"] == f)) for f in folds]
             mark = " (product)" if value == PRODUCT[name] else ""
             sensitivity.append(
                 f"| {name} | {value:g}{mark} | " + " | ".join(cells) + f" | {_both(all_rows)} |"
             )
     return "\n".join(lines + sensitivity)
+
+
+ABLATIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("hybrid (the product)", {}),
+    ("− neighbour context (share 0)", {"share": 0.0}),
+    ("− semantic floor (floor 0)", {"floor": 0.0}),
+    ("− semantic part (keyword weight 1)", {"weight": 1.0}),
+    ("− keyword part (keyword weight 0)", {"weight": 0.0}),
+    ("keyword side alone (BM25, no neighbours)", {"weight": 1.0, "share": 0.0}),
+    ("semantic side alone (cosine, no neighbours)", {"weight": 0.0, "share": 0.0, "floor": -1.0}),
+)
+"""Each fusion term removed, on the hybrid search's own candidates."""
+
+
+def fold_table(
+    dataset: DataSet, questions: list[Question], variants: list[tuple[str, list[Row]]]
+) -> str:
+    """R@10 / NDCG@10 of each variant per fold, their mean over the folds and
+    over all questions."""
+    folds = sorted({q["fold"] for q in questions})
+    lines = [
+        f"| {dataset.name} | " + " | ".join(folds) + " | mean of the folds | all questions |",
+        "|---|" + "---:|" * (len(folds) + 2),
+    ]
+    for name, rows in variants:
+        per = [[r for r, q in zip(rows, questions, strict=True) if q["fold"] == f] for f in folds]
+        r10 = sum(_mean(p, lambda r: r[1]) for p in per) / len(per)
+        nd = sum(_mean(p, lambda r: r[2]) for p in per) / len(per)
+        lines.append(
+            f"| {name} | "
+            + " | ".join(_both(p) for p in per)
+            + f" | {r10:.3f} / {nd:.3f} | {_both(rows)} |"
+        )
+    return "\n".join(lines)
+
+
+def contributions(memoro: Memoro, dataset: DataSet, questions: list[Question]) -> str:
+    """Each signal's contribution, as Markdown: the product's keyword and
+    semantic modes (their own candidates), then each fusion term removed
+    from hybrid search (its candidates)."""
+    found = gathered(memoro, questions)
+    variants = [(name, scored(questions, found, c)) for name, c in ABLATIONS]
+    for mode in (fusion.Mode.KEYWORD, fusion.Mode.SEMANTIC):
+        own = [
+            gather(memoro.store, memoro.embedder, q["user"], q["question"], mode) for q in questions
+        ]
+        variants.append((f"`--mode {mode.value}` (its own candidates)", scored(questions, own, {})))
+    return fold_table(dataset, questions, variants)

@@ -1,17 +1,23 @@
-"""Retrieval quality of conversation search on LoCoMo-format data.
+"""Retrieval quality of conversation search on the two development sets,
+LoCoMo and LongMemEval S (``benchmarks/_datasets.py`` holds each one's
+recipe, that of ``shared/data/README.md``).
 
-Ingests the data through memoro's public API exactly as the data README
-describes — one user per conversation, one memoro conversation per session,
-a turn = two consecutive messages ("<speaker>: <text> [shares: <caption>]"),
-the session's date as the turn's time — indexes it with the configured
-embedder, asks every question through the same search the tool uses, and
-prints turn-level and session-level R@5, R@10 and NDCG@10 per category and
-overall.
+Ingests the data through memoro's public API, indexes it with the
+configured embedder (document vectors are cached on disk between runs:
+``benchmarks/_embedcache.py``), asks every question through the same search
+the tool uses, and prints turn-level and session-level R@5, R@10 and
+NDCG@10 per category (LongMemEval: per question type) and overall.
 
     python benchmarks/retrieval.py --data ../shared/data/locomo-dev.json
-    python benchmarks/retrieval.py --data FILE --mode all      # hybrid, keyword, semantic
+    python benchmarks/retrieval.py --data ../shared/data/longmemeval-s-dev.json.gz --mode all
     python benchmarks/retrieval.py --data FILE --mode hybrid --json
     python benchmarks/retrieval.py --data FILE --mode all --database sqlite --database pgserver
+    python benchmarks/retrieval.py --data FILE --folds          # leave one fold out
+    python benchmarks/retrieval.py --data FILE --contributions  # each signal's share
+    python benchmarks/retrieval.py --data FILE --nothing        # "nothing matches" trade-off
+    python benchmarks/retrieval.py --data LONGMEMEVAL --dates   # today's date, temporal questions
+
+The analyses share one load; with ``--mode`` they follow the modes' table.
 
 With several ``--database`` values the same data is ingested into each
 (embedded once) and a side-by-side table follows.
@@ -22,94 +28,26 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 import sys
 import tempfile
 import time
 from collections import defaultdict
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import _datasets
+import _dates
 import _folds
-import numpy as np
+import _nothing
 from _backends import add_option, backend, specs
+from _datasets import ALL_BUT_ADVERSARIAL, DataSet
+from _embedcache import DiskCachedEmbedder
 
 from memoro import Memoro
-from memoro.history.embed import Embedder, make_embedder
+from memoro.history.embed import make_embedder
 from memoro.settings import Settings
 
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 MODES = ("hybrid", "keyword", "semantic")
-ALL_BUT_ADVERSARIAL = "all but adversarial"
-"""LoCoMo's usual primary metric leaves adversarial questions out."""
-
-
-def evidence_ids(raw: list[str]) -> list[str]:
-    """Normalise evidence ids: split "D8:6; D9:17", fix "D:11:26", "D30:05"."""
-    found = []
-    for item in raw:
-        for part in re.split(r"[;,\s]+", item):
-            match = re.fullmatch(r"D:?(\d+):0*(\d+)", part.strip())
-            if match:
-                found.append(f"D{int(match[1])}:{int(match[2])}")
-    return found
-
-
-def message_text(message: dict[str, Any]) -> str:
-    text = f"{message['speaker']}: {message['text']}"
-    if message.get("blip_caption"):
-        text += f" [shares: {message['blip_caption']}]"
-    return text
-
-
-def session_time(text: str) -> datetime:
-    return datetime.strptime(text, "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
-
-
-def ingest(memoro: Memoro, sample: dict[str, Any]) -> tuple[dict[str, int], dict[int, int]]:
-    """Record one LoCoMo conversation as one user; return dia_id → turn id
-    and turn id → session number."""
-    user = sample["sample_id"]
-    conversation = sample["conversation"]
-    dia_turn: dict[str, int] = {}
-    turn_session: dict[int, int] = {}
-    n = 1
-    while f"session_{n}" in conversation:
-        messages = conversation[f"session_{n}"]
-        at = session_time(conversation[f"session_{n}_date_time"])
-        for i in range(0, len(messages), 2):
-            pair = messages[i : i + 2]
-            question = message_text(pair[0])
-            answer = message_text(pair[1]) if len(pair) > 1 else ""
-            recorded = memoro.record_turn(
-                user, f"session_{n}", question, answer, at=at, key=f"{user}:{pair[0]['dia_id']}"
-            )
-            turn_session[recorded.turn_id] = n
-            for message in pair:
-                dia_turn[message["dia_id"]] = recorded.turn_id
-        n += 1
-    return dia_turn, turn_session
-
-
-class CachedEmbedder:
-    """Embeds each document once across backends: the comparison then costs
-    one indexing pass, and every backend stores identical vectors. Queries
-    are embedded every time, so latencies include it on every backend."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.model_id = inner.model_id
-        self.documents: dict[str, np.typing.NDArray[np.float32]] = {}
-
-    def embed_documents(self, texts: list[str]) -> list[np.typing.NDArray[np.float32]]:
-        missing = [t for t in dict.fromkeys(texts) if t not in self.documents]
-        if missing:
-            self.documents.update(zip(missing, self.inner.embed_documents(missing), strict=True))
-        return [self.documents[t] for t in texts]
-
-    def embed_query(self, text: str) -> np.typing.NDArray[np.float32]:
-        return self.inner.embed_query(text)
 
 
 def recall(ranked: list[int], relevant: set[int], k: int) -> float:
@@ -134,7 +72,9 @@ def average(rows: list[dict[str, float]]) -> dict[str, float]:
     return {key: round(sum(r[key] for r in rows) / len(rows), 4) for key in rows[0]}
 
 
-def evaluate(memoro: Memoro, questions: list[dict[str, Any]], mode: str) -> dict[str, Any]:
+def evaluate(
+    memoro: Memoro, dataset: DataSet, questions: list[dict[str, Any]], mode: str
+) -> dict[str, Any]:
     per: dict[str, dict[str, list[dict[str, float]]]] = {
         "turn": defaultdict(list),
         "session": defaultdict(list),
@@ -153,14 +93,14 @@ def evaluate(memoro: Memoro, questions: list[dict[str, Any]], mode: str) -> dict
             row = scores(ranked, relevant)
             per[level][q["category"]].append(row)
             per[level]["overall"].append(row)
-            if q["category"] != "adversarial":
+            if ALL_BUT_ADVERSARIAL in dataset.extra_groups and q["category"] != "adversarial":
                 per[level][ALL_BUT_ADVERSARIAL].append(row)
     result: dict[str, Any] = {}
     for level, groups in per.items():
         result[level] = {
             "overall": average(groups["overall"]),
-            ALL_BUT_ADVERSARIAL: average(groups[ALL_BUT_ADVERSARIAL]),
-            "categories": {c: average(groups[c]) for c in CATEGORIES.values() if groups[c]},
+            **{g: average(groups[g]) for g in dataset.extra_groups},
+            "categories": {c: average(groups[c]) for c in dataset.categories if groups[c]},
         }
     latencies.sort()
     result["questions"] = len(questions)
@@ -175,11 +115,8 @@ def table(results: dict[str, dict[str, Any]]) -> str:
     lines = ["| mode | level | category | R@5 | R@10 | NDCG@10 |", "|---|---|---|---:|---:|---:|"]
     for mode, result in results.items():
         for level in ("turn", "session"):
-            groups = {
-                "overall": result[level]["overall"],
-                ALL_BUT_ADVERSARIAL: result[level][ALL_BUT_ADVERSARIAL],
-                **result[level]["categories"],
-            }
+            groups = {k: v for k, v in result[level].items() if k != "categories"}
+            groups.update(result[level]["categories"])
             for category, m in groups.items():
                 lines.append(
                     f"| {mode} | {level} | {category} | {m['R@5']:.3f} | {m['R@10']:.3f}"
@@ -189,39 +126,36 @@ def table(results: dict[str, dict[str, Any]]) -> str:
 
 
 def load(
-    data: list[dict[str, Any]], home: str, embedder: Any, url: str | None
+    dataset: DataSet, data: list[dict[str, Any]], home: str, embedder: Any, url: str | None
 ) -> tuple[Memoro, list[dict[str, Any]]]:
     """Every conversation ingested and indexed; the scorable questions."""
     memoro = Memoro.open(home, embedder=embedder, worker=False, database_url=url)
-    questions = []
     started = time.perf_counter()
-    for sample in data:
-        dia_turn, turn_session = ingest(memoro, sample)
-        for qa in sample["qa"]:
-            turns = {dia_turn[i] for i in evidence_ids(qa["evidence"]) if i in dia_turn}
-            if not turns:
-                continue
-            questions.append(
-                {
-                    "user": sample["sample_id"],
-                    "question": qa["question"],
-                    "category": CATEGORIES[qa["category"]],
-                    "turns": turns,
-                    "sessions": {turn_session[t] for t in turns},
-                    "turn_session": turn_session,
-                }
-            )
+    questions = dataset.ingest(memoro, data)
+    stored = time.perf_counter() - started
     indexed = memoro.index_pending()
     elapsed = time.perf_counter() - started
-    print(f"ingested and indexed {indexed} turns in {elapsed:.1f} s", file=sys.stderr)
+    fresh = (
+        f", {embedder.embedded} texts embedded" if isinstance(embedder, DiskCachedEmbedder) else ""
+    )
+    print(
+        f"{dataset.name}: stored in {stored:.1f} s, {indexed} turns indexed in"
+        f" {elapsed - stored:.1f} s{fresh}",
+        file=sys.stderr,
+    )
     return memoro, questions
 
 
 def run(
-    data: list[dict[str, Any]], home: str, embedder: Any, url: str | None, modes: tuple[str, ...]
+    dataset: DataSet,
+    data: list[dict[str, Any]],
+    home: str,
+    embedder: Any,
+    url: str | None,
+    modes: tuple[str, ...],
 ) -> dict[str, dict[str, Any]]:
-    memoro, questions = load(data, home, embedder, url)
-    results = {mode: evaluate(memoro, questions, mode) for mode in modes}
+    memoro, questions = load(dataset, data, home, embedder, url)
+    results = {mode: evaluate(memoro, dataset, questions, mode) for mode in modes}
     memoro.close()
     return results
 
@@ -242,7 +176,13 @@ def side_by_side(results: dict[str, dict[str, dict[str, Any]]]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, required=True, help="LoCoMo-format JSON file")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        required=True,
+        help="LoCoMo JSON (locomo-dev.json) or LongMemEval gzipped JSON"
+        " (longmemeval-s-dev.json.gz)",
+    )
     parser.add_argument("--mode", choices=(*MODES, "all"), default="hybrid")
     parser.add_argument("--embedder", default="local", help="local, api or keyword")
     add_option(parser)
@@ -250,34 +190,65 @@ def main() -> None:
     parser.add_argument(
         "--folds",
         action="store_true",
-        help="leave-one-conversation-out: tune the ranking constants on all conversations"
-        " but one, score the one left out, rotate (hybrid mode, first --database)",
+        help="leave one fold out (LoCoMo: a conversation; LongMemEval: a question type): tune"
+        " the ranking constants on the other folds, score the one left out, rotate (hybrid"
+        " mode, first --database)",
+    )
+    parser.add_argument(
+        "--dates",
+        action="store_true",
+        help="LongMemEval: temporal-reasoning questions searched without and with a time window"
+        " read from the question against its date (rules standing in for a model)",
+    )
+    parser.add_argument(
+        "--nothing",
+        action="store_true",
+        help="'nothing matches': real questions, questions asked of a history without their"
+        " answer and nonsense, over a grid of the gate's thresholds and leave one fold out",
+    )
+    parser.add_argument(
+        "--contributions",
+        action="store_true",
+        help="each signal's contribution: keyword alone, semantic alone, each fusion term"
+        " removed, per fold (first --database)",
     )
     args = parser.parse_args()
 
-    data = json.loads(args.data.read_text("utf-8"))
+    dataset, data = _datasets.read(args.data)
     modes = MODES if args.mode == "all" else (args.mode,)
     settings = Settings.from_env(overrides={"home": ".", "embedder": args.embedder})
     inner = make_embedder(settings)
-    embedder = CachedEmbedder(inner) if inner is not None else None
-    if args.folds:
+    embedder = DiskCachedEmbedder(inner) if inner is not None else None
+    if args.folds or args.contributions or args.nothing or args.dates:
+        # one load for every analysis asked for (a LongMemEval load takes minutes)
         with backend(specs(args)[0]) as where, tempfile.TemporaryDirectory() as home:
-            memoro, questions = load(data, home, embedder, where.url)
-            print(f"{len(questions)} questions, embedder {args.embedder}, {where.label}")
-            print(_folds.report(memoro, questions))
+            memoro, questions = load(dataset, data, home, embedder, where.url)
+            model = embedder.model_id if embedder else "keyword"
+            print(f"{dataset.name}: {len(questions)} questions, embedder {model}, {where.label}")
+            if args.mode != "hybrid" or not (args.folds or args.contributions):
+                print(table({m: evaluate(memoro, dataset, questions, m) for m in modes}))
+            for flag, run_it in (
+                (args.folds, lambda: _folds.report(memoro, dataset, questions)),
+                (args.contributions, lambda: _folds.contributions(memoro, dataset, questions)),
+                (args.nothing, lambda: _nothing.report(memoro, dataset, data, questions)),
+                (args.dates, lambda: _dates.report(memoro, questions)),
+            ):
+                if flag:
+                    print()
+                    print(run_it(), flush=True)
             memoro.close()
         return
     results: dict[str, dict[str, dict[str, Any]]] = {}
     for spec in specs(args):
         with backend(spec) as where, tempfile.TemporaryDirectory() as home:
-            results[where.label] = run(data, home, embedder, where.url, modes)
+            results[where.label] = run(dataset, data, home, embedder, where.url, modes)
 
     if args.json:
         print(json.dumps(results, indent=2))
         return
     questions = next(iter(next(iter(results.values())).values()))["questions"]
     for label, result in results.items():
-        print(f"{questions} questions, embedder {args.embedder}, {label}")
+        print(f"{dataset.name}: {questions} questions, embedder {args.embedder}, {label}")
         print(table(result))
         print()
     if len(results) > 1:

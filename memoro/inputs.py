@@ -15,6 +15,10 @@ The service applies it; the HTTP schema states it (``ID_PATTERN``,
   with an offset or read as UTC, dated 0001-01-03 to 9999-12-29 as written:
   whatever the offset, the moment is one every backend stores and reads back
   in any time zone (years 1–9999 in Python and in a PostgreSQL session's).
+- **Search bounds** (``after``, ``before``) are such date-times or plain dates
+  (``2025-01-31``: its first moment, UTC); ``after`` is inclusive, ``before``
+  exclusive (a window whose ``after`` is not earlier than its ``before``
+  holds nothing).
 """
 
 from __future__ import annotations
@@ -42,10 +46,16 @@ pattern cannot say portably)."""
 # Years 1–9999 in every time zone, with a day to spare for any offset
 EARLIEST = date(1, 1, 3)
 LATEST = date(9999, 12, 29)
-_SHAPE = r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:\d{2})?"
+_CLOCK = r"[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:\d{2})?"
+_SHAPE = r"\d{4}-\d{2}-\d{2}" + _CLOCK
 _TIME = re.compile(_SHAPE)
 TIME_PATTERN = rf"^(?!0000-|0001-01-0[12]|9999-12-3[01]){_SHAPE}$"
 """Times as a JSON Schema pattern: the shape, and the range to the day."""
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+DAY_PATTERN = r"^(?!0000-|0001-01-0[12]|9999-12-3[01])\d{4}-\d{2}-\d{2}$"
+"""A plain date as a JSON Schema pattern, the range to the day."""
+BOUND_PATTERN = rf"^(?!0000-|0001-01-0[12]|9999-12-3[01])\d{{4}}-\d{{2}}-\d{{2}}({_CLOCK})?$"
+"""Search bounds as one pattern: a date, or a date-time as for ``TIME_PATTERN``."""
 
 
 def clean_text(text: str) -> str:
@@ -97,31 +107,51 @@ def check_id(value: object, what: str, error: type[InvalidInput] = InvalidInput)
 def turn_time(value: object) -> datetime | None:
     """When a turn ended, in UTC: ``None`` (the caller means now), a
     datetime or an ISO 8601 string; naive times are read as UTC."""
+    return _moment(value, "at", dates=False)
+
+
+def search_bounds(after: object, before: object) -> tuple[datetime | None, datetime | None]:
+    """A search's time window in UTC: from ``after`` (inclusive) to
+    ``before`` (exclusive), each ``None`` (open), a datetime, a date or an
+    ISO 8601 date or date-time string; a date is its first moment in UTC.
+    One day is after=2025-01-30, before=2025-01-31."""
+    return _moment(after, "after", dates=True), _moment(before, "before", dates=True)
+
+
+def _moment(value: object, name: str, *, dates: bool) -> datetime | None:
     if value is None:
         return None
+    if dates and isinstance(value, date) and not isinstance(value, datetime):
+        value = datetime(value.year, value.month, value.day, tzinfo=UTC)
     if isinstance(value, str):
-        if not _TIME.fullmatch(value):
+        day = dates and bool(_DAY.fullmatch(value))
+        if not (day or _TIME.fullmatch(value)):
+            what = "date or date-time" if dates else "date-time"
+            like = "2025-01-31 or 2025-01-31T14:05:00Z" if dates else "2025-01-31T14:05:00Z"
             raise InvalidInput(
-                f"'at' is not an ISO 8601 date-time: {value[:40]!r}"
-                " (write it like 2025-01-31T14:05:00Z)"
+                f"'{name}' is not an ISO 8601 {what}: {value[:40]!r} (write it like {like})"
             )
         if value.startswith("0000-"):
-            raise _out_of_range(value[:10])
+            raise _out_of_range(name, value[:10])
         text = value
         try:
-            value = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
+            if day:
+                value = datetime.combine(date.fromisoformat(text), datetime.min.time(), UTC)
+            else:
+                value = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
         except ValueError:
-            raise InvalidInput(f"'at' is not a valid date-time: {text[:40]!r}") from None
+            what = "date" if day else "date-time"
+            raise InvalidInput(f"'{name}' is not a valid {what}: {text[:40]!r}") from None
     if not isinstance(value, datetime):
-        raise InvalidInput("'at' must be a date-time")
+        raise InvalidInput(f"'{name}' must be a date-time")
     if not EARLIEST <= value.date() <= LATEST:
-        raise _out_of_range(value.date().isoformat())
+        raise _out_of_range(name, value.date().isoformat())
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return value.astimezone(UTC)
 
 
-def _out_of_range(day: str) -> InvalidInput:
+def _out_of_range(name: str, day: str) -> InvalidInput:
     return InvalidInput(
-        f"'at' must be dated from {EARLIEST.isoformat()} to {LATEST.isoformat()}, not {day}"
+        f"'{name}' must be dated from {EARLIEST.isoformat()} to {LATEST.isoformat()}, not {day}"
     )

@@ -38,8 +38,9 @@ INSTRUCTIONS = """\
 memoro keeps a memory of the user. Load the resource memoro://memory (or the prompt \
 personal_memory) into your system prompt at the start of every turn: it is the user's \
 personal memory block with its character count. Use memory_write to change it (send the \
-whole block), memory_delete_all to forget everything, and conversation_search to find what \
-was said in past conversations."""
+whole block), memory_delete_all to forget everything, conversation_search to find what \
+was said in past conversations (after / before limit it to a time), and recent_conversations \
+to list the latest ones."""
 
 MEMORY_URI = "memoro://memory"
 

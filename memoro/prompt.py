@@ -1,13 +1,15 @@
 """The system prompt, rebuilt on every turn: memoro's static base
-prompt first, the host's own stable instructions next, the personal memory
-block last with its header, so a changed block never invalidates the cached
-prefix before it. Shapes for the OpenAI and Anthropic APIs are derived here.
+prompt first, the host's own stable instructions next, then the personal
+memory block with its header, and last a line with today's date (UTC), so
+neither a changed block nor a new day invalidates the cached prefix before
+them. Shapes for the OpenAI and Anthropic APIs are derived here.
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from memoro import block
@@ -22,7 +24,9 @@ send.
 2. Past conversations: earlier turns with this user are not in this conversation. When the \
 user refers to something discussed before ("that query we wrote last time", "as I told you"), \
 or an answer depends on it, call conversation_search (when it is offered) instead of guessing \
-or asking again.
+or asking again. When the user names a time ("yesterday", "last week", "in March"), turn it \
+into dates from today's date at the end of this prompt and pass them as after / before; to \
+see what was talked about lately, call recent_conversations.
 
 When to write personal memory:
 - When the user tells you, or corrects, the name they want to be called, or another lasting \
@@ -65,17 +69,26 @@ def memory_section(text: str | None) -> str:
     return f"{block.header(len(normalized))}\n{normalized or EMPTY_BLOCK}"
 
 
+def today_line(day: date) -> str:
+    """The prompt's last line: today's date, so the model can turn "last
+    Saturday" into dates (e.g. ``Today is Friday, 2025-01-31 (UTC).``)."""
+    return f"Today is {day.strftime('%A')}, {day.isoformat()} (UTC)."
+
+
 @dataclass(frozen=True)
 class SystemPrompt:
-    """One turn's system prompt: a stable part and the personal block."""
+    """One turn's system prompt: a stable part, the personal block and
+    today's date (``today``, empty for none)."""
 
     stable: str
     memory: str
+    today: str = ""
 
     @property
     def text(self) -> str:
         """The whole system prompt as one string."""
-        return f"{self.stable}\n\n{self.memory}"
+        text = f"{self.stable}\n\n{self.memory}"
+        return f"{text}\n\n{self.today}" if self.today else text
 
     def openai(self) -> list[dict[str, Any]]:
         """The system message for OpenAI-compatible chat APIs; the stable part
@@ -84,14 +97,25 @@ class SystemPrompt:
 
     def anthropic(self) -> list[dict[str, Any]]:
         """``system`` blocks for the Anthropic Messages API, with the cache
-        breakpoint after the stable part and before the block."""
-        return [
+        breakpoint after the stable part and before the block (and the date
+        after it)."""
+        blocks: list[dict[str, Any]] = [
             {"type": "text", "text": self.stable, "cache_control": {"type": "ephemeral"}},
             {"type": "text", "text": self.memory},
         ]
+        if self.today:
+            blocks.append({"type": "text", "text": self.today})
+        return blocks
 
 
-def build_system_prompt(text: str | None, *, instructions: str = "") -> SystemPrompt:
-    """Assemble the system prompt for a block (``None`` when there is none)."""
+def build_system_prompt(
+    text: str | None, *, instructions: str = "", today: date | None = None
+) -> SystemPrompt:
+    """Assemble the system prompt for a block (``None`` when there is none)
+    on the day ``today`` (``None``: no date line)."""
     stable = BASE_PROMPT if not instructions.strip() else f"{BASE_PROMPT}\n\n{instructions.strip()}"
-    return SystemPrompt(stable=stable, memory=memory_section(text))
+    return SystemPrompt(
+        stable=stable,
+        memory=memory_section(text),
+        today=today_line(today) if today is not None else "",
+    )

@@ -9,7 +9,7 @@ import atexit
 import logging
 import time
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +46,16 @@ from memoro.turns import (
     check_conversation,
     check_user,
     checked_turn,
+    now,
 )
 
 log = logging.getLogger("memoro.worker")
 
 MAX_SEARCH_LIMIT = 50
 MAX_QUERY_CHARS = 4000
+RECENT_DEFAULT = 10
+RECENT_MAX = 50
+"""How many conversations ``recent_conversations`` lists by default, and at most."""
 _DEFAULT: Any = object()
 
 
@@ -230,10 +234,9 @@ class Memoro(Transfers):
     # -- the prompt (P) ----------------------------------------------------
 
     def system_prompt(self, user_id: str, *, instructions: str = "") -> SystemPrompt:
-        """The system prompt for this turn, rebuilt from storage.
-
-        ``instructions`` is the host application's own stable text; it goes
-        after memoro's base prompt and before the personal block.
+        """The system prompt for this turn, rebuilt from storage: memoro's
+        base prompt, ``instructions`` (the host application's own stable
+        text), the personal block, and today's date in UTC last.
         """
         extra = _instructions(instructions)
         return _prompt(self.store.prompt_block(check_user(user_id)), extra)
@@ -289,9 +292,13 @@ class Memoro(Transfers):
         *,
         limit: int = 5,
         mode: Mode | str = Mode.HYBRID,
+        after: datetime | date | str | None = None,
+        before: datetime | date | str | None = None,
     ) -> SearchHits:
-        """The user's past turns that best match ``query``. With no
-        confirmed user, nothing runs and nothing comes back."""
+        """The user's past turns that best match ``query``; with ``after``
+        (inclusive) or ``before`` (exclusive) — datetimes, dates or ISO 8601
+        strings, a date meaning its first moment in UTC — only turns of that
+        window. With no confirmed user, nothing runs and nothing comes back."""
         if user_id is None or user_id == "":
             return SearchHits()
         user_id = check_user(user_id)
@@ -308,23 +315,39 @@ class Memoro(Transfers):
             mode = Mode(mode)
         except ValueError:
             raise InvalidInput("mode must be hybrid, keyword or semantic") from None
+        window = inputs.search_bounds(after, before)
         if not query.strip():
             return SearchHits()
         start = time.perf_counter()
         try:
-            return history_search.search(self.store, self.embedder, user_id, query, limit, mode)
+            return history_search.search(
+                self.store, self.embedder, user_id, query, limit, mode, window
+            )
         finally:
             metrics.observe_search(mode.value, time.perf_counter() - start)
 
     def list_conversations(
-        self, user_id: str, *, limit: int | None = None, offset: int = 0
+        self,
+        user_id: str,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        before: datetime | date | str | None = None,
     ) -> list[Conversation]:
         """The user's conversations, latest first (deleted ones are gone):
-        ``limit`` of them (all by default) after skipping ``offset``."""
-        return self.conversation_page(user_id, limit=limit, offset=offset)[0]
+        ``limit`` of them (all by default) after skipping ``offset``; with
+        ``before`` (a datetime, a date or an ISO 8601 string; a date is its
+        first moment in UTC), as they stood then — only conversations with a
+        turn before it, counted and dated by those turns."""
+        return self.conversation_page(user_id, limit=limit, offset=offset, before=before)[0]
 
     def conversation_page(
-        self, user_id: str, *, limit: int | None = None, offset: int = 0
+        self,
+        user_id: str,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        before: datetime | date | str | None = None,
     ) -> tuple[list[Conversation], int]:
         """``list_conversations``, and how many conversations there are in all."""
         user_id = check_user(user_id)
@@ -334,8 +357,22 @@ class Memoro(Transfers):
             raise InvalidInput("limit must be a whole number of at least 1")
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidInput("offset must be a whole number of at least 0")
-        found = self.store.list_conversations(user_id)
+        _, until = inputs.search_bounds(None, before)
+        found = self.store.list_conversations(user_id, until)
         return found[offset : None if limit is None else offset + limit], len(found)
+
+    def recent_conversations(
+        self,
+        user_id: str,
+        *,
+        limit: int = RECENT_DEFAULT,
+        before: datetime | date | str | None = None,
+    ) -> list[Conversation]:
+        """``list_conversations`` for the model's tool: the latest ``limit``
+        (at most RECENT_MAX), as they stood ``before`` when given."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= RECENT_MAX:
+            raise InvalidInput(f"limit must be a whole number from 1 to {RECENT_MAX}")
+        return self.list_conversations(user_id, limit=limit, before=before)
 
     def conversation_turns(self, user_id: str, conversation_id: str) -> list[Turn]:
         """One conversation's turns, in order."""
@@ -494,7 +531,9 @@ def _instructions(instructions: object) -> str:
 
 
 def _prompt(stored: StoredBlock | None, instructions: str) -> SystemPrompt:
-    return build_system_prompt(stored.text if stored else None, instructions=instructions)
+    return build_system_prompt(
+        stored.text if stored else None, instructions=instructions, today=now().date()
+    )
 
 
 def _rejection(new: str, current: str | None) -> WriteResult:

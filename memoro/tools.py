@@ -16,7 +16,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from memoro import block, inputs
 from memoro.errors import InvalidInput, UnknownTool
-from memoro.models import DeleteResult, Outcome, SearchHits, Writer, WriteResult, utc_text
+from memoro.models import (
+    Conversation,
+    DeleteResult,
+    Outcome,
+    SearchHits,
+    Writer,
+    WriteResult,
+    utc_text,
+)
 from memoro.prompt import memory_section
 
 
@@ -28,7 +36,19 @@ class Memoro(Protocol):
 
     def delete_block(self, user_id: str, *, writer: Writer) -> DeleteResult: ...
 
-    def search(self, user_id: str, query: str, *, limit: int) -> SearchHits: ...
+    def search(
+        self,
+        user_id: str,
+        query: str,
+        *,
+        limit: int,
+        after: str | None = None,
+        before: str | None = None,
+    ) -> SearchHits: ...
+
+    def recent_conversations(
+        self, user_id: str, *, limit: int, before: str | None = None
+    ) -> list[Conversation]: ...
 
 
 @dataclass(frozen=True)
@@ -79,10 +99,12 @@ class Arguments(BaseModel):
 
     @classmethod
     def schema_for_models(cls) -> dict[str, Any]:
-        """The JSON Schema of the arguments, without pydantic's titles."""
+        """The JSON Schema of the arguments, without pydantic's titles; an
+        optional argument shows its type alone (leaving it out is how a
+        model says "none")."""
         schema = cls.model_json_schema()
         properties = {
-            name: {k: v for k, v in field.items() if k != "title"}
+            name: _without_null({k: v for k, v in field.items() if k != "title"})
             for name, field in schema.get("properties", {}).items()
         }
         return {
@@ -91,6 +113,17 @@ class Arguments(BaseModel):
             "required": schema.get("required", []),
             "additionalProperties": False,
         }
+
+
+def _without_null(field: dict[str, Any]) -> dict[str, Any]:
+    """``{"anyOf": [X, {"type": "null"}], "default": None, …}`` as X with
+    the rest (description…), without the null default."""
+    options = field.get("anyOf")
+    if not options or {"type": "null"} not in options or len(options) != 2:
+        return field
+    (kept,) = (o for o in options if o != {"type": "null"})
+    rest = {k: v for k, v in field.items() if k != "anyOf" and not (k == "default" and v is None)}
+    return {**kept, **rest}
 
 
 Run = Callable[[Memoro, str, Any], "str | ToolResult"]
@@ -175,16 +208,57 @@ def render_delete(result: DeleteResult) -> str:
     )
 
 
-def render_search(query: str, hits: SearchHits) -> str:
+def window_text(after: str | None, before: str | None) -> str:
+    """A search's time window in words, as the caller wrote its bounds."""
+    if after and before:
+        return f" from {after} to before {before}"
+    if after:
+        return f" from {after} on"
+    if before:
+        return f" before {before}"
+    return ""
+
+
+NO_MATCH = (
+    "No past conversation matches {query}{window}: nothing said before is close enough to it."
+    " Answer from this conversation, or ask the user; do not guess what was said before."
+)
+"""What a search that found nothing says, to the model and on every other
+interface."""
+
+
+def render_search(
+    query: str, hits: SearchHits, after: str | None = None, before: str | None = None
+) -> str:
     """The text a conversation search returns."""
     notes = "".join(f"Note: {w}\n" for w in hits.warnings)
+    window = window_text(after, before)
     if not hits:
-        return f"{notes}No past conversation matched {query!r}."
-    parts = [f"{notes}Found {plural(len(hits), 'past turn')} for {query!r}, best first:"]
+        return notes + NO_MATCH.format(query=repr(query), window=window)
+    parts = [f"{notes}Found {plural(len(hits), 'past turn')} for {query!r}{window}, best first:"]
     for i, hit in enumerate(hits, 1):
         when = utc_text(hit.at)
         parts.append(f"\n{i}. conversation {hit.conversation_id!r}, {when} (turn {hit.turn_id}):")
         parts.append(block.without_controls(hit.text))
+    return "\n".join(parts)
+
+
+def render_recent(conversations: list[Conversation], before: str | None = None) -> str:
+    """The text ``recent_conversations`` returns."""
+    window = window_text(None, before)
+    if not conversations:
+        return f"There are no past conversations{window}."
+    n = len(conversations)
+    head = "latest conversation" if n == 1 else f"{n:,} latest conversations"
+    parts = [f"The user's {head}{window}{'' if n == 1 else ', latest first'}:"]
+    for i, c in enumerate(conversations, 1):
+        title = f" {block.without_controls(c.title)!r}" if c.title else ""
+        span = utc_text(c.first_at)
+        if c.last_at != c.first_at:
+            span += f" to {utc_text(c.last_at)}"
+        parts.append(f"\n{i}. conversation {c.id!r}{title}: {plural(c.turns, 'turn')}, {span}")
+        if c.preview:
+            parts.append(f"   First line: {block.without_controls(c.preview)}")
     return "\n".join(parts)
 
 
@@ -218,10 +292,18 @@ def describe(name: str, text: str, is_error: bool) -> str:
             return (
                 f"Searched past conversations for {found[2]}: {plural(int(found[1]), 'turn')} found"
             )
-        missed = re.search(r"^No past conversation matched (.*)\.$", text, re.M)
+        missed = re.search(r"^No past conversation matches (.*?): nothing said before", text, re.M)
         if missed:
             return f"Searched past conversations for {missed[1]}: nothing found"
         return "Searched past conversations: " + first
+    if name == "recent_conversations":
+        if is_error:
+            return "Listing refused: " + first.removeprefix("Error: ")
+        listed = re.match(r"The user's (?:latest conversation|([\d,]+) latest conversations)", text)
+        if listed:
+            n = int((listed[1] or "1").replace(",", ""))
+            return f"Listed the latest conversations: {plural(n, 'conversation')}"
+        return "Listed the latest conversations: none"
     return f"Used {name}" + (f" (failed: {first.removeprefix('Error: ')})" if is_error else "")
 
 
@@ -248,10 +330,18 @@ class MemoryDeleteAll(Arguments):
     pass
 
 
+BOUND = (
+    "an ISO 8601 date (2025-01-31: its first moment) or date-time (2025-01-31T14:00:00Z);"
+    " UTC unless it carries an offset"
+)
+
+
 class ConversationSearch(Arguments):
     problems = {
         "query": "'query' must be a non-empty string",
         "limit": f"'limit' must be a whole number from 1 to {SEARCH_MAX}",
+        "after": f"'after' must be {BOUND}",
+        "before": f"'before' must be {BOUND}",
     }
 
     query: str = Field(description="What to look for: words, an exact ID, or a description.")
@@ -260,6 +350,15 @@ class ConversationSearch(Arguments):
         ge=1,
         le=SEARCH_MAX,
         description=f"How many past turns to return (1–{SEARCH_MAX}, default 5).",
+    )
+    after: str | None = Field(
+        default=None,
+        description=f"Only turns at or after this time: {BOUND}. Leave out for no lower bound.",
+    )
+    before: str | None = Field(
+        default=None,
+        description=f"Only turns before this time (not at it): {BOUND}. Yesterday is"
+        " after=<yesterday's date>, before=<today's date>. Leave out for no upper bound.",
     )
 
     @field_validator("query")
@@ -320,20 +419,64 @@ this when the user refers to something discussed before ("that query we wrote la
 "as I told you last week") or when an answer depends on what was said then, instead of \
 guessing or asking again. Keyword and semantic search run together, so both exact strings \
 (IDs, names, error messages) and paraphrases are found. Returns the best-matching past turns, \
-each with its conversation, time and text, best first. Only this user's conversations are \
-searched.""",
+each with its conversation, time and text, best first — or says that nothing matches, when no \
+past turn is close enough: then nothing relevant was said before. When the user names a time \
+("yesterday", "last March"), pass it as after / before, worked out from today's date in your \
+system prompt. Only this user's conversations are searched.""",
     without_user="No past conversations are available: the user could not be confirmed.",
 )
 def conversation_search(memoro: Memoro, user_id: str, args: ConversationSearch) -> str:
-    return render_search(args.query, memoro.search(user_id, args.query, limit=args.limit))
+    hits = memoro.search(
+        user_id, args.query, limit=args.limit, after=args.after, before=args.before
+    )
+    return render_search(args.query, hits, args.after, args.before)
+
+
+RECENT_MAX = 20
+"""The most conversations one listing returns to the model."""
+
+
+class RecentConversations(Arguments):
+    problems = {
+        "limit": f"'limit' must be a whole number from 1 to {RECENT_MAX}",
+        "before": f"'before' must be {BOUND}",
+    }
+
+    limit: int = Field(
+        default=10,
+        ge=1,
+        le=RECENT_MAX,
+        description=f"How many conversations to list (1–{RECENT_MAX}, default 10).",
+    )
+    before: str | None = Field(
+        default=None,
+        description=f"List the conversations as they stood before this time: {BOUND}."
+        " Leave out for the latest.",
+    )
+
+
+@tool(
+    RecentConversations,
+    description="""\
+List this user's latest past conversations, latest first: each with its id, title (if it has \
+one), number of turns, first and last time, and its first line. Use it for "what did we talk \
+about yesterday / last time?"; with before, the conversations as they stood before that time. \
+To read what was said in one, call conversation_search with after / before around its times.""",
+    without_user="No past conversations are available: the user could not be confirmed.",
+)
+def recent_conversations(memoro: Memoro, user_id: str, args: RecentConversations) -> str:
+    found = memoro.recent_conversations(user_id, limit=args.limit, before=args.before)
+    return render_recent(found, args.before)
 
 
 MEMORY_WRITE = memory_write
 MEMORY_DELETE_ALL = memory_delete_all
 CONVERSATION_SEARCH = conversation_search
+RECENT_CONVERSATIONS = recent_conversations
 
 TOOLS: dict[str, Tool] = {
-    tool.name: tool for tool in (MEMORY_WRITE, MEMORY_DELETE_ALL, CONVERSATION_SEARCH)
+    tool.name: tool
+    for tool in (MEMORY_WRITE, MEMORY_DELETE_ALL, CONVERSATION_SEARCH, RECENT_CONVERSATIONS)
 }
 
 

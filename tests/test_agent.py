@@ -4,6 +4,7 @@ OpenAI-compatible and Anthropic wire formats (P1–P5, T1–T4, C1, C3)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -84,7 +85,9 @@ def test_p1_the_system_prompt_is_rebuilt_every_turn(
     history.write_block(USER, "Edited on the settings page", writer="user")
     agent.send("Hi again")
     assert "Edited on the settings page" not in system_text(kind, llm.requests[0])
-    assert system_text(kind, llm.requests[1]).endswith("Edited on the settings page")
+    assert re.search(
+        r"Edited on the settings page\n\nToday is .*\.$", system_text(kind, llm.requests[1])
+    )
 
 
 def test_p4_openai_keeps_the_static_prefix_byte_identical(
@@ -106,10 +109,11 @@ def test_p4_anthropic_puts_the_cache_breakpoint_before_the_block(
     history.write_block(USER, "Name: Ann", writer="user")
     llm.script(say("Hi."))
     Agent(history, provider("anthropic", llm), USER).send("Hi")
-    stable, personal = llm.requests[0]["system"]
+    stable, personal, today = llm.requests[0]["system"]
     assert stable["cache_control"] == {"type": "ephemeral"}
-    assert "cache_control" not in personal
+    assert "cache_control" not in personal and "cache_control" not in today
     assert personal["text"] == "Personal memory (9/4,000 characters)\nName: Ann"
+    assert today["text"].startswith("Today is ")
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -124,7 +128,10 @@ def test_p2_compaction_drops_old_messages_never_the_system_prompt(
     last = llm.requests[-1]
     sent = json.dumps(last["messages"])
     assert "question 0" not in sent and "question 7" in sent and NOTE in sent
-    assert system_text(kind, last).endswith("Personal memory (9/4,000 characters)\nName: Ann")
+    assert re.search(
+        r"Personal memory \(9/4,000 characters\)\nName: Ann\n\nToday is .*\.$",
+        system_text(kind, last),
+    )
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -147,7 +147,12 @@ def test_prompt_prints_the_system_prompt_exactly(home: Path) -> None:
 
 def test_tools_prints_the_definitions(home: Path) -> None:
     names = [t["name"] for t in json.loads(run(home, "tools", "--format", "anthropic").stdout)]
-    assert names == ["memory_write", "memory_delete_all", "conversation_search"]
+    assert names == [
+        "memory_write",
+        "memory_delete_all",
+        "conversation_search",
+        "recent_conversations",
+    ]
 
 
 def test_a_bad_user_id_is_a_one_line_error(home: Path) -> None:

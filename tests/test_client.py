@@ -228,7 +228,8 @@ def test_the_system_prompt_carries_the_block_and_the_instructions(setup: Setup) 
     assert isinstance(prompt, SystemPrompt)
     assert prompt.memory == memory_section("Preferred name: Al")
     assert "You are the help desk of Example Ltd." in prompt.stable
-    assert prompt.text.endswith("Preferred name: Al")
+    assert prompt.today.startswith("Today is ")
+    assert prompt.text.endswith(f"Preferred name: Al\n\n{prompt.today}")
 
 
 def test_turns_are_listed_read_searched_and_deleted(setup: Setup) -> None:

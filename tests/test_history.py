@@ -118,7 +118,7 @@ def test_c5_the_search_tool_is_scoped_to_the_authenticated_user(history: Memoro)
     spoof = history.execute_tool("ann", "conversation_search", {"query": "kangaroo", "user": "bob"})
     assert spoof.is_error and "kangaroo" not in spoof.text.split("Error:")[0]
     own = history.execute_tool("ann", "conversation_search", {"query": "kangaroo"})
-    assert "No past conversation matched" in own.text
+    assert "No past conversation matches" in own.text
     found = history.execute_tool("bob", "conversation_search", {"query": "kangaroo"})
     assert "bob's bank PIN hint is kangaroo" in found.text
 

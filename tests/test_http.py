@@ -284,7 +284,10 @@ def test_the_prompt_and_tool_calls_over_http(token_server: str) -> None:
             assert call.status_code == 200 and call.json()["is_error"] is True
             assert call.json()["text"].startswith("Not saved:")
         prompt = http.get("/v1/prompt").json()
-        assert prompt["text"].endswith("Personal memory (9/4,000 characters)\nName: Ann")
+        assert prompt["today"].startswith("Today is ")
+        assert prompt["text"].endswith(
+            "Personal memory (9/4,000 characters)\nName: Ann\n\n" + prompt["today"]
+        )
         assert prompt["anthropic"][0]["cache_control"] == {"type": "ephemeral"}
         names = [t["function"]["name"] for t in http.get("/v1/tools").json()]
         assert "conversation_search" in names

@@ -149,7 +149,7 @@ def test_a_lone_surrogate_in_any_text_is_removed_the_same_way_on_every_path(
     )
     assert (
         search.status_code == 200
-        and "No past conversation matched 'where'" in search.json()["text"]
+        and "No past conversation matches 'where'" in search.json()["text"]
     )
 
 

@@ -143,8 +143,9 @@ def test_search_finds_past_turns_shows_them_whole_and_opens_the_turn(
     expect(page.locator("#list li[data-id]")).to_have_count(2)
     page.get_by_role("searchbox").fill("zebra")
     page.get_by_role("button", name="Search").click()
+    # the words the tool and the CLI use for "nothing matches"
     expect(page.locator("#count-line")).to_have_text(
-        "Nothing in past conversations matches “zebra”."
+        "No past conversation matches “zebra”: nothing said before is close enough to it."
     )
 
 

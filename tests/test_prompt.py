@@ -1,20 +1,32 @@
-"""The system prompt (P1–P5)."""
+"""The system prompt (P1–P5, C10's date line)."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
+from datetime import UTC, datetime
 
-from memoro.prompt import BASE_PROMPT
+import pytest
+
+from memoro import service
+from memoro.prompt import BASE_PROMPT, build_system_prompt
 from memoro.service import Memoro
 from memoro.store.sqlite import SqliteStore
+
+TODAY = r"\n\nToday is [A-Z][a-z]+day, \d{4}-\d{2}-\d{2} \(UTC\)\.$"
+
+
+def ends_with_block(text: str, block: str) -> bool:
+    """The block is last but for the date line after it."""
+    return re.search(re.escape(block) + TODAY, text) is not None
 
 
 def test_p1_the_prompt_is_rebuilt_from_storage_on_every_turn(memoro: Memoro) -> None:
     assert "Name: Ann" not in memoro.system_prompt("ann").text
     memoro.write_block("ann", "Name: Ann", writer="user")  # e.g. from the settings page
-    assert memoro.system_prompt("ann").text.endswith("Name: Ann")
+    assert ends_with_block(memoro.system_prompt("ann").text, "Name: Ann")
     memoro.write_block("ann", "Name: Annie", writer="model")  # e.g. another conversation
-    assert memoro.system_prompt("ann").text.endswith("Name: Annie")
+    assert ends_with_block(memoro.system_prompt("ann").text, "Name: Annie")
 
 
 def test_p1_a_second_process_sees_an_edit_on_its_next_turn(memoro: Memoro) -> None:
@@ -23,7 +35,7 @@ def test_p1_a_second_process_sees_an_edit_on_its_next_turn(memoro: Memoro) -> No
     other = Memoro(SqliteStore(store.path), embedder=None, worker=False)
     assert "Name: Ann" not in other.system_prompt("ann").text
     memoro.write_block("ann", "Name: Ann", writer="user")
-    assert other.system_prompt("ann").text.endswith("Name: Ann")
+    assert ends_with_block(other.system_prompt("ann").text, "Name: Ann")
     other.close()
 
 
@@ -56,7 +68,7 @@ def test_m3_the_block_is_normalized_again_when_loaded(memoro: Memoro) -> None:
     raw.commit()
     raw.close()
     prompt = memoro.system_prompt("ann").text
-    assert prompt.endswith("Personal memory (9/4,000 characters)\nName: Ann")
+    assert ends_with_block(prompt, "Personal memory (9/4,000 characters)\nName: Ann")
 
 
 def test_p4_stable_parts_first_and_the_block_last(memoro: Memoro) -> None:
@@ -64,7 +76,7 @@ def test_p4_stable_parts_first_and_the_block_last(memoro: Memoro) -> None:
     prompt = memoro.system_prompt("ann", instructions="You are the helpdesk agent.")
     assert prompt.text.index(BASE_PROMPT) < prompt.text.index("You are the helpdesk agent.")
     assert prompt.text.index("helpdesk") < prompt.text.index("Personal memory (")
-    assert prompt.text.endswith("Name: Ann")
+    assert ends_with_block(prompt.text, "Name: Ann")
 
 
 def test_p4_the_stable_prefix_is_byte_identical_when_the_block_changes(memoro: Memoro) -> None:
@@ -78,11 +90,40 @@ def test_p4_the_stable_prefix_is_byte_identical_when_the_block_changes(memoro: M
 
 def test_p4_anthropic_cache_breakpoint_sits_before_the_block(memoro: Memoro) -> None:
     memoro.write_block("ann", "Name: Ann", writer="user")
-    stable, personal = memoro.system_prompt("ann").anthropic()
+    stable, personal, today = memoro.system_prompt("ann").anthropic()
     assert stable["cache_control"] == {"type": "ephemeral"}
     assert "Personal memory (" not in stable["text"]
-    assert "cache_control" not in personal
+    assert "cache_control" not in personal and "cache_control" not in today
     assert personal["text"].startswith("Personal memory (9/4,000 characters)")
+    assert today["text"].startswith("Today is ")
+
+
+def test_c10_the_prompt_ends_with_todays_date_in_utc(
+    memoro: Memoro, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memoro.write_block("ann", "Name: Ann", writer="user")
+    # 23:30 on Friday 31 January in UTC is already Saturday in Tokyo: the date is UTC's
+    monkeypatch.setattr(service, "now", lambda: datetime(2025, 1, 31, 23, 30, tzinfo=UTC))
+    prompt = memoro.system_prompt("ann", instructions="Be brief.")
+    assert prompt.today == "Today is Friday, 2025-01-31 (UTC)."
+    assert prompt.text.endswith("Name: Ann\n\nToday is Friday, 2025-01-31 (UTC).")
+    assert prompt.openai()[0]["content"] == prompt.text
+    monkeypatch.setattr(service, "now", lambda: datetime(2025, 2, 1, 0, 0, tzinfo=UTC))
+    tomorrow = memoro.system_prompt("ann", instructions="Be brief.")
+    # a new day changes only the last line: the cached prefix and the block stay
+    assert tomorrow.stable == prompt.stable and tomorrow.memory == prompt.memory
+    assert tomorrow.text.startswith(prompt.stable + "\n\n" + prompt.memory + "\n\n")
+    assert tomorrow.today == "Today is Saturday, 2025-02-01 (UTC)."
+
+
+def test_c10_a_prompt_built_without_a_day_has_no_date_line() -> None:
+    built = build_system_prompt("Name: Ann")
+    assert built.today == "" and built.text.endswith("Name: Ann")
+    assert len(built.anthropic()) == 2
+
+
+def test_c10_the_base_prompt_says_how_to_use_the_date() -> None:
+    assert "after / before" in BASE_PROMPT and "recent_conversations" in BASE_PROMPT
 
 
 def test_p5_the_base_prompt_says_to_write_in_the_same_turn() -> None:

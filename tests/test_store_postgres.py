@@ -85,6 +85,7 @@ def test_migrations_run_once(postgres: tuple[str, str]) -> None:
         "stale_uploads",
         "upload_owner",
         "generation_clock",
+        "turn_times",
     ]
     assert len(rows) == len(migrations.load("postgres"))
 

@@ -121,7 +121,7 @@ def test_t5_openai_and_anthropic_shapes_come_from_one_definition() -> None:
     assert (
         set(openai)
         == set(anthropic)
-        == {"memory_write", "memory_delete_all", "conversation_search"}
+        == {"memory_write", "memory_delete_all", "conversation_search", "recent_conversations"}
     )
     for name, tool in tools.TOOLS.items():
         assert openai[name]["description"] == anthropic[name]["description"] == tool.description
@@ -155,6 +155,14 @@ def test_each_tool_call_is_labelled_for_people_by_what_it_did(memoro: Memoro) ->
     assert label("conversation_search", {"query": "x"}) == (
         "Searched past conversations for 'x': nothing found"
     )
+    assert label("recent_conversations", {}) == "Listed the latest conversations: none"
+    memoro.record_turn("ann", "a", "first", "ok")
+    memoro.record_turn("ann", "b", "second", "ok")
+    assert label("recent_conversations", {}) == ("Listed the latest conversations: 2 conversations")
+    assert label("recent_conversations", {"limit": 1}) == (
+        "Listed the latest conversations: 1 conversation"
+    )
+    assert label("recent_conversations", {"limit": 0}).startswith("Listing refused: ")
 
 
 def test_t5_the_schema_and_the_validation_come_from_one_typed_definition(memoro: Memoro) -> None:

@@ -165,15 +165,35 @@ def _turn_from_stdin() -> tuple[str, str, str | None]:
     default=Mode.HYBRID.value,
     show_default=True,
 )
+@click.option(
+    "--after",
+    metavar="WHEN",
+    help="Only turns at or after this time: an ISO 8601 date (its first moment, UTC) or"
+    " date-time, e.g. 2025-01-30 or 2025-01-30T09:00:00Z.",
+)
+@click.option(
+    "--before",
+    metavar="WHEN",
+    help="Only turns before this time (not at it), written as for --after.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as JSON.")
 @click.pass_context
-def search(ctx: click.Context, user: str, query: str, limit: int, mode: str, as_json: bool) -> None:
+def search(
+    ctx: click.Context,
+    user: str,
+    query: str,
+    limit: int,
+    mode: str,
+    after: str | None,
+    before: str | None,
+    as_json: bool,
+) -> None:
     """Search the user's past conversations, as the model's tool does."""
-    hits = open_memoro(ctx).search(user, query, limit=limit, mode=mode)
+    hits = open_memoro(ctx).search(user, query, limit=limit, mode=mode, after=after, before=before)
     if as_json:
         print_json({"hits": [hit.to_json() for hit in hits], "warnings": list(hits.warnings)})
     else:
-        click.echo(render_search(query, hits))
+        click.echo(render_search(query, hits, after, before))
 
 
 @cli.group()
@@ -183,11 +203,20 @@ def conversations() -> None:
 
 @conversations.command("list")
 @user_option
+@click.option("--limit", "-n", type=click.IntRange(1), help="List at most this many.")
+@click.option(
+    "--before",
+    metavar="WHEN",
+    help="The conversations as they stood before this time (their turns before it): an"
+    " ISO 8601 date (its first moment, UTC) or date-time.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.pass_context
-def conversations_list(ctx: click.Context, user: str, as_json: bool) -> None:
+def conversations_list(
+    ctx: click.Context, user: str, limit: int | None, before: str | None, as_json: bool
+) -> None:
     """The user's conversations, latest first."""
-    found = open_memoro(ctx).list_conversations(user)
+    found = open_memoro(ctx).list_conversations(user, limit=limit, before=before)
     if as_json:
         print_json([c.to_json() for c in found])
         return

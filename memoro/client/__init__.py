@@ -23,7 +23,7 @@ from typing import Any, cast
 
 import httpx
 
-from memoro.client._calls import Call, Calls, T, Token, fail, request, unreachable
+from memoro.client._calls import Bound, Call, Calls, T, Token, fail, request, unreachable
 from memoro.models import (
     AuditEntry,
     Conversation,
@@ -118,20 +118,34 @@ class MemoroClient:
         )
 
     def search(
-        self, user_id: str | None, query: str, *, limit: int = 5, mode: str = "hybrid"
+        self,
+        user_id: str | None,
+        query: str,
+        *,
+        limit: int = 5,
+        mode: str = "hybrid",
+        after: Bound = None,
+        before: Bound = None,
     ) -> SearchHits:
-        """The user's past turns that best match ``query``; with no user,
-        nothing is sent and nothing comes back."""
+        """The user's past turns that best match ``query``, of turns at or
+        ``after`` and ``before`` (exclusive) when given — datetimes, dates or
+        ISO 8601 strings; with no user, nothing is sent and nothing comes back."""
         if not user_id:
             return SearchHits()
-        return self._send(self._calls.search(user_id, query, limit, mode))
+        return self._send(self._calls.search(user_id, query, limit, mode, after, before))
 
     def list_conversations(
-        self, user_id: str, *, limit: int | None = None, offset: int = 0
+        self,
+        user_id: str,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        before: Bound = None,
     ) -> list[Conversation]:
         """The user's conversations, latest first: ``limit`` of them (all
-        by default) after skipping ``offset``."""
-        return self._send(self._calls.list_conversations(user_id, limit, offset))
+        by default) after skipping ``offset``; as they stood ``before`` a
+        time when given."""
+        return self._send(self._calls.list_conversations(user_id, limit, offset, before))
 
     def conversation_turns(self, user_id: str, conversation_id: str) -> list[Turn]:
         """One conversation's turns, in order (none: an empty list)."""
@@ -231,16 +245,28 @@ class AsyncMemoroClient:
         )
 
     async def search(
-        self, user_id: str | None, query: str, *, limit: int = 5, mode: str = "hybrid"
+        self,
+        user_id: str | None,
+        query: str,
+        *,
+        limit: int = 5,
+        mode: str = "hybrid",
+        after: Bound = None,
+        before: Bound = None,
     ) -> SearchHits:
         if not user_id:
             return SearchHits()
-        return await self._send(self._calls.search(user_id, query, limit, mode))
+        return await self._send(self._calls.search(user_id, query, limit, mode, after, before))
 
     async def list_conversations(
-        self, user_id: str, *, limit: int | None = None, offset: int = 0
+        self,
+        user_id: str,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        before: Bound = None,
     ) -> list[Conversation]:
-        return await self._send(self._calls.list_conversations(user_id, limit, offset))
+        return await self._send(self._calls.list_conversations(user_id, limit, offset, before))
 
     async def conversation_turns(self, user_id: str, conversation_id: str) -> list[Turn]:
         return await self._send(self._calls.conversation_turns(user_id, conversation_id))

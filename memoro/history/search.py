@@ -12,14 +12,20 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
 
 from memoro.errors import ConfigError, MemoroError
 from memoro.history.embed import Embedder
-from memoro.history.fusion import Mode, RankedTurn, rank
+from memoro.history.fusion import Mode, RankedTurn, rank, relevant
 from memoro.models import SearchHit, SearchHits
-from memoro.store.base import SemanticScorer, Store
+from memoro.store.base import KeywordHits, SemanticScorer, Store
 
 log = logging.getLogger("memoro.search")
+
+Window = tuple[datetime | None, datetime | None]
+"""A search's time window: (after, inclusive; before, exclusive), None open."""
 
 CANDIDATES = 200
 """How many chunks each side proposes before fusion."""
@@ -50,13 +56,34 @@ class Evidence:
     semantic: dict[int, float] = field(default_factory=dict)
     neighbors: dict[int, list[int]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    coverage: float = 0.0
+    """The share of the query the best keyword matches hold (``KeywordHits``)."""
+    semantic_best: float | None = None
+    """The best cosine of any chunk (None without the semantic side)."""
+    typical: float | None = None
+    """The query's median cosine over the user's chunks, if known."""
+
+    def relevant(self, **thresholds: float) -> bool:
+        """Whether anything here is relevant enough to return (``fusion.relevant``)."""
+        return relevant(self.mode, self.coverage, self.semantic_best, self.typical, **thresholds)
 
 
 def gather(
-    store: Store, embedder: Embedder | None, user_id: str, query: str, mode: Mode = Mode.HYBRID
+    store: Store,
+    embedder: Embedder | None,
+    user_id: str,
+    query: str,
+    mode: Mode = Mode.HYBRID,
+    window: Window = (None, None),
 ) -> Evidence:
-    """The evidence for ``query`` in the user's history."""
+    """The evidence for ``query`` in the user's history; candidates only
+    from turns within ``window`` (after, inclusive; before, exclusive)."""
     warnings: list[str] = []
+    within = None
+    if window != (None, None):
+        within = np.asarray(store.turns_between(user_id, *window), dtype=np.int64)
+        if not within.size:
+            return Evidence(mode)
     vector = None
     if embedder is not None and mode != Mode.KEYWORD:
         try:
@@ -68,11 +95,15 @@ def gather(
             warnings.append(UNREACHABLE)
     if embedder is None or vector is None:
         mode = Mode.KEYWORD
-    keyword_hits = store.keyword_search(user_id, query, CANDIDATES) if mode != Mode.SEMANTIC else []
+    keyword_hits = (
+        store.keyword_search(user_id, query, CANDIDATES, within)
+        if mode != Mode.SEMANTIC
+        else KeywordHits()
+    )
     scorer: SemanticScorer | None = None
     if embedder is not None and vector is not None:
         scorer = store.semantic(user_id, embedder.model_id, vector)
-    semantic_hits = scorer.top(CANDIDATES) if scorer is not None else []
+    semantic_hits = scorer.top(CANDIDATES, within) if scorer is not None else []
     candidates = {turn for _, turn, _ in keyword_hits} | {turn for _, turn, _ in semantic_hits}
     if not candidates:
         return Evidence(mode, warnings=warnings)
@@ -86,11 +117,16 @@ def gather(
             scorer = store.semantic(user_id, embedder.model_id, vector)
             semantic = scorer.scores(chunk_turn)
         if len(semantic) < len(chunk_turn):
-            found = gather(store, None, user_id, query, Mode.KEYWORD)
+            found = gather(store, None, user_id, query, Mode.KEYWORD, window)
             found.warnings[:0] = [*warnings, INCOMPLETE]
             return found
     keyword = {chunk: score for chunk, _, score in keyword_hits}
-    return Evidence(mode, candidates, chunk_turn, keyword, semantic, neighbors, warnings)
+    found = Evidence(mode, candidates, chunk_turn, keyword, semantic, neighbors, warnings)
+    found.coverage = keyword_hits.coverage
+    if scorer is not None and semantic_hits:
+        found.semantic_best = semantic_hits[0][2]
+        found.typical = scorer.typical(within)
+    return found
 
 
 def search(
@@ -100,10 +136,12 @@ def search(
     query: str,
     limit: int,
     mode: Mode = Mode.HYBRID,
+    window: Window = (None, None),
 ) -> SearchHits:
-    """The user's past turns that best match ``query``, best first."""
-    found = gather(store, embedder, user_id, query, mode)
-    ranked = ordered(found)[:limit]
+    """The user's past turns that best match ``query``, best first, of
+    those within ``window`` (after, inclusive; before, exclusive)."""
+    found = gather(store, embedder, user_id, query, mode, window)
+    ranked = ordered(found)[:limit] if found.relevant() else []
     chunks = store.chunk_hits(user_id, [r.chunk_id for r in ranked])
     hits = []
     for r in ranked:

@@ -66,15 +66,36 @@ class BlockTransaction(Protocol):
         ...
 
 
+class KeywordHits(list[tuple[int, int, float]]):
+    """Keyword search's best chunks, (chunk id, turn id, BM25 score) best
+    first, and their ``coverage``: the largest share of the query that one
+    of the best chunks holds, each query term weighed by its IDF over the
+    user's chunks (a term the user never wrote weighs most) — 0 when
+    nothing matches, 1 when a chunk holds every word of the query."""
+
+    def __init__(self, hits: Iterable[tuple[int, int, float]] = (), coverage: float = 0.0) -> None:
+        super().__init__(hits)
+        self.coverage = coverage
+
+
 class SemanticScorer(Protocol):
     """Similarities of one query vector to one user's chunks."""
 
-    def top(self, limit: int) -> list[tuple[int, int, float]]:
-        """The best chunks: (chunk id, turn id, cosine), best first; exact."""
+    def top(
+        self, limit: int, turns: npt.NDArray[np.int64] | None = None
+    ) -> list[tuple[int, int, float]]:
+        """The best chunks: (chunk id, turn id, cosine), best first; exact.
+        With ``turns`` (sorted ids), only chunks of those turns."""
         ...
 
     def scores(self, chunk_ids: Iterable[int]) -> dict[int, float]:
         """The cosine of each given chunk that has a vector."""
+        ...
+
+    def typical(self, turns: npt.NDArray[np.int64] | None = None) -> float | None:
+        """The median cosine of the query over the user's chunks (of
+        ``turns`` only when given; from a sample of a few thousand in a large
+        history), ``None`` when there are too few for it to mean anything."""
         ...
 
 
@@ -139,8 +160,19 @@ class HistoryStore(Protocol):
         """Store a turn's chunks and vectors and finish ``job`` atomically."""
         ...
 
-    def list_conversations(self, user_id: str) -> list[Conversation]:
-        """The user's conversations that are not deleted, latest first."""
+    def list_conversations(
+        self, user_id: str, before: datetime | None = None
+    ) -> list[Conversation]:
+        """The user's conversations that are not deleted, latest first; with
+        ``before``, as they stood then (only their turns before it)."""
+        ...
+
+    def turns_between(
+        self, user_id: str, after: datetime | None, before: datetime | None
+    ) -> list[int]:
+        """Ids of the user's turns at or after ``after`` and before
+        ``before`` (either open when None), ascending; deleted
+        conversations' may be among them (search leaves those out anyway)."""
         ...
 
     def conversation_turns(self, user_id: str, conversation_id: str) -> list[Turn]:
@@ -159,8 +191,16 @@ class HistoryStore(Protocol):
 class SearchIndex(Protocol):
     """Search over one user's indexed chunks."""
 
-    def keyword_search(self, user_id: str, text: str, limit: int) -> list[tuple[int, int, float]]:
-        """Chunks matching words of ``text``: (chunk, turn, BM25), best first."""
+    def keyword_search(
+        self,
+        user_id: str,
+        text: str,
+        limit: int,
+        turns: npt.NDArray[np.int64] | None = None,
+    ) -> KeywordHits:
+        """Chunks matching words of ``text``: (chunk, turn, BM25), best
+        first, with their coverage of the query. With ``turns`` (sorted
+        ids), only chunks of those turns."""
         ...
 
     def prepare_search(self, user_id: str, model: str | None) -> bool:

@@ -164,6 +164,14 @@ B = 0.75
 """BM25's parameters, the same on every backend."""
 
 
+COVERAGE_TOP = 20
+"""How many of keyword search's best chunks are read for its coverage."""
+COVERAGE_MIN_CHUNKS = 20
+"""A history shorter than this is weighed, for coverage, as if it were this
+long: in three chunks every word the user wrote looks common, and a
+query's unmatched word would outweigh every matched one."""
+
+
 def idf(chunks: int, containing: int) -> float:
     """BM25's weight of a term found in ``containing`` of a user's ``chunks``."""
     return math.log1p((chunks - containing + 0.5) / (containing + 0.5))

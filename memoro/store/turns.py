@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, ClassVar
 
 import numpy as np
@@ -125,17 +126,25 @@ class SqlTurns(SqlQueue):
             ).fetchone()
         return turn_from_row(self.dialect, row) if row else None
 
-    def list_conversations(self, user_id: str) -> list[Conversation]:
+    def list_conversations(
+        self, user_id: str, before: datetime | None = None
+    ) -> list[Conversation]:
         d = self.dialect
+        # with ``before``, each conversation as it stood then: its turns before it
+        until = "" if before is None else " AND t.at < ?"
+        bound = () if before is None else (d.time(before),)
         with self._read(user_id) as conn:
             rows = conn.execute(
                 "SELECT t.conversation_id, count(*) AS n, min(t.at) AS first, max(t.at) AS last,"
                 " min(cv.title) AS title, (SELECT substr(coalesce(nullif(f.question, ''),"
                 " f.answer), 1, 400) FROM turns f WHERE f.user_id = ?"
                 " AND f.conversation_id = t.conversation_id ORDER BY f.seq LIMIT 1) AS opening"
-                " FROM turns t" + VISIBLE + " WHERE t.user_id = ?"
-                " GROUP BY t.conversation_id ORDER BY last DESC, t.conversation_id",
-                (user_id, user_id),
+                " FROM turns t"
+                + VISIBLE
+                + " WHERE t.user_id = ?"
+                + until
+                + " GROUP BY t.conversation_id ORDER BY last DESC, t.conversation_id",
+                (user_id, user_id, *bound),
             ).fetchall()
         return [
             Conversation(
@@ -148,6 +157,22 @@ class SqlTurns(SqlQueue):
             )
             for r in rows
         ]
+
+    def turns_between(
+        self, user_id: str, after: datetime | None, before: datetime | None
+    ) -> list[int]:
+        d = self.dialect
+        where = " WHERE user_id = ?"
+        params: list[object] = [user_id]
+        if after is not None:
+            where += " AND at >= ?"
+            params.append(d.time(after))
+        if before is not None:
+            where += " AND at < ?"
+            params.append(d.time(before))
+        with self._read(user_id) as conn:
+            rows = conn.execute("SELECT id FROM turns" + where + " ORDER BY id", params)
+            return [r["id"] for r in rows.fetchall()]
 
     def conversation_turns(self, user_id: str, conversation_id: str) -> list[Turn]:
         with self._read(user_id) as conn:

@@ -38,6 +38,17 @@ ID_DOC = (
     " characters or lone surrogates, not '.' or '..'."
 )
 VISIBLE = r"[^\s\x00-\x1f\x7f-\x9f]"
+BOUND: dict[str, Any] = {
+    "anyOf": [
+        {"type": "string", "format": "date", "pattern": inputs.DAY_PATTERN},
+        {"type": "string", "format": "date-time", "pattern": inputs.TIME_PATTERN},
+    ]
+}
+BOUND_DOC = (
+    "An ISO 8601 date (2025-01-31: its first moment, UTC) or date-time (seconds optional; UTC"
+    f" unless it has an offset), dated {inputs.EARLIEST} to {inputs.LATEST}; 'after' is"
+    " inclusive, 'before' exclusive."
+)
 
 
 class ErrorDetail(BaseModel):
@@ -149,6 +160,10 @@ class PromptOut(BaseModel):
     text: str = Field(description="The whole system prompt for this turn.")
     stable: str = Field(description="The part that does not change between turns.")
     memory: str = Field(description="The personal block with its header.")
+    today: str = Field(
+        description="The last line: today's date in UTC (it changes once a day, after the block"
+        " so the cached prefix stays the same)."
+    )
     openai: list[SystemMessageOut] = Field(
         description="The system message for OpenAI-compatible chat APIs."
     )
@@ -365,6 +380,7 @@ async def prompt(
         "text": system.text,
         "stable": system.stable,
         "memory": system.memory,
+        "today": system.today,
         "openai": system.openai(),
         "anthropic": system.anthropic(),
     }
@@ -414,8 +430,16 @@ def list_conversations(
         int | None, Query(ge=1, le=1000, description="How many (default all).")
     ] = None,
     offset: Annotated[int, Query(ge=0, description="How many to skip first.")] = 0,
+    before: Annotated[
+        str | None,
+        Query(
+            description="The conversations as they stood before this time: only those with a"
+            " turn before it, counted and dated by those turns. " + BOUND_DOC,
+            json_schema_extra=BOUND,
+        ),
+    ] = None,
 ) -> Any:
-    page, total = memoro.conversation_page(user, limit=limit, offset=offset)
+    page, total = memoro.conversation_page(user, limit=limit, offset=offset, before=before)
     response.headers["X-Total-Count"] = str(total)
     return [c.to_json() for c in page]
 
@@ -461,8 +485,21 @@ def search(
     ],
     limit: Annotated[int, Query(json_schema_extra={"minimum": 1, "maximum": MAX_SEARCH_LIMIT})] = 5,
     mode: Literal["hybrid", "keyword", "semantic"] = "hybrid",
+    after: Annotated[
+        str | None,
+        Query(
+            description="Only turns at or after this time. " + BOUND_DOC, json_schema_extra=BOUND
+        ),
+    ] = None,
+    before: Annotated[
+        str | None,
+        Query(
+            description="Only turns before this time (not at it). " + BOUND_DOC,
+            json_schema_extra=BOUND,
+        ),
+    ] = None,
 ) -> Any:
-    hits = memoro.search(user, q, limit=limit, mode=mode)
+    hits = memoro.search(user, q, limit=limit, mode=mode, after=after, before=before)
     return {"hits": [hit.to_json() for hit in hits], "warnings": list(hits.warnings)}
 
 

@@ -58,8 +58,12 @@ def system_text(body: dict[str, Any]) -> str:
 
 
 def ends_with_block(body: dict[str, Any], block: str | None) -> bool:
-    """The request's system prompt ends with this block under its header."""
-    return system_text(body).endswith(memory_section(block))
+    """The request's system prompt ends with this block under its header,
+    then the line with today's date."""
+    pattern = (
+        re.escape(memory_section(block)) + r"\n\nToday is [A-Za-z]+, \d{4}-\d{2}-\d{2} \(UTC\)\.$"
+    )
+    return re.search(pattern, system_text(body)) is not None
 
 
 def tool_outputs(body: dict[str, Any]) -> list[str]:

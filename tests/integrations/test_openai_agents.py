@@ -152,7 +152,7 @@ def test_two_users_in_one_process_never_see_each_others_block_or_turns(
     bob_first = llm.requests[-2]
     assert ends_with_block(bob_first, None) and "Preferred name: Al" not in system_text(bob_first)
     (found,) = tool_outputs(llm.requests[-1])
-    assert found.startswith("No past conversation matched")
+    assert found.startswith("No past conversation matches")
     assert [c.preview for c in memories.service.list_conversations("bob")] == [
         "What did I ask you to call me?"
     ]

@@ -75,6 +75,8 @@ export interface SystemPrompt {
     stable: string;
     /** The personal block with its header. */
     memory: string;
+    /** The last line, after the block: today's date in UTC (`Today is Friday, 2025-01-31 (UTC).`). */
+    today: string;
     /** The system message for OpenAI-compatible chat APIs. */
     openai: Wire["SystemMessageOut"][];
     /** `system` blocks for the Anthropic Messages API, the cache breakpoint before the block. */

@@ -60,8 +60,8 @@ export function auditEntry(userId, data) {
     };
 }
 export function systemPrompt(data) {
-    const { text, stable, memory, openai, anthropic } = data;
-    return { text, stable, memory, openai, anthropic };
+    const { text, stable, memory, today, openai, anthropic } = data;
+    return { text, stable, memory, today, openai, anthropic };
 }
 export function recordedTurn(data) {
     return {

@@ -84,6 +84,8 @@ export interface SystemPrompt {
   stable: string;
   /** The personal block with its header. */
   memory: string;
+  /** The last line, after the block: today's date in UTC (`Today is Friday, 2025-01-31 (UTC).`). */
+  today: string;
   /** The system message for OpenAI-compatible chat APIs. */
   openai: Wire["SystemMessageOut"][];
   /** `system` blocks for the Anthropic Messages API, the cache breakpoint before the block. */
@@ -241,8 +243,8 @@ export function auditEntry(userId: string, data: Wire["AuditOut"]): AuditEntry {
 }
 
 export function systemPrompt(data: Wire["PromptOut"]): SystemPrompt {
-  const { text, stable, memory, openai, anthropic } = data;
-  return { text, stable, memory, openai, anthropic };
+  const { text, stable, memory, today, openai, anthropic } = data;
+  return { text, stable, memory, today, openai, anthropic };
 }
 
 export function recordedTurn(data: Wire["TurnOut"]): RecordedTurn {

@@ -71,7 +71,9 @@ interface Message {
   providerOptions?: unknown;
 }
 const systemOf = (prompt: Message[]) => prompt.filter((m) => m.role === "system");
-const lastSystem = (prompt: Message[]) => String(systemOf(prompt).at(-1)?.content);
+/** memoro's last system message, without the line with today's date after the block. */
+const lastSystem = (prompt: Message[]) =>
+  String(systemOf(prompt).at(-1)?.content).replace(/\n\nToday is [^\n]*\(UTC\)\.$/, "");
 
 test("the tools are the server's: names, descriptions and JSON Schemas, as the model sees them", async () => {
   const client = await clientFor();
@@ -208,7 +210,7 @@ test("a tool call cannot choose the user: the model reads memoro's refusal", asy
   assert.equal(await client.readBlock(dave), null);
 });
 
-test("for Anthropic's models the cache breakpoint sits before the block", async () => {
+test("for Anthropic's models the cache breakpoint sits before the block and the date", async () => {
   const client = await clientFor();
   const erin = newUser("erin");
   await client.writeBlock(erin, "Preferred name: Em", { writer: "user" });
@@ -232,6 +234,7 @@ test("for Anthropic's models the cache breakpoint sits before the block", async 
       ["Be brief.", undefined],
       [prompt.stable, { anthropic: { cacheControl: { type: "ephemeral" } } }],
       [prompt.memory, undefined],
+      [prompt.today, undefined],
     ],
   );
 });

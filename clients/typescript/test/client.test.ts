@@ -161,12 +161,14 @@ test("the system prompt ends with the block, in text, OpenAI and Anthropic shape
 
   const prompt = await client.systemPrompt(erin, { instructions: "You are a travel agent." });
   assert.equal(prompt.memory, "Personal memory (18/4,000 characters)\nPreferred name: Em");
-  assert.ok(prompt.text.endsWith(`\n\n${prompt.memory}`));
+  assert.match(prompt.today, /^Today is [A-Za-z]+, \d{4}-\d{2}-\d{2} \(UTC\)\.$/);
+  assert.ok(prompt.text.endsWith(`\n\n${prompt.memory}\n\n${prompt.today}`));
   assert.ok(prompt.stable.endsWith("You are a travel agent."));
   assert.deepEqual(prompt.openai, [{ role: "system", content: prompt.text }]);
   assert.deepEqual(prompt.anthropic, [
     { type: "text", text: prompt.stable, cache_control: { type: "ephemeral" } },
     { type: "text", text: prompt.memory },
+    { type: "text", text: prompt.today },
   ]);
   const plain = await client.systemPrompt(erin);
   assert.ok(!plain.stable.includes("travel agent"));
@@ -266,7 +268,7 @@ test("tool calls run on the server for the user, and bad arguments come back as 
   assert.equal(chosen.isError, true);
   assert.match(chosen.text, /unknown argument\(s\) user_id/);
   const nothing = await client.executeTool(gina, "conversation_search", { query: "nothing here" });
-  assert.match(nothing.text, /No past conversation matched/);
+  assert.match(nothing.text, /No past conversation matches/);
   const forget = await client.executeTool(gina, "memory_delete_all", null);
   assert.match(forget.text, /^Deleted the whole personal memory block/);
 

@@ -82,17 +82,18 @@ test("the guide's AI SDK agent saves the name and the next conversation starts w
   const prompt = await memory.systemPrompt("alice");
   const system = requests.map((request) => request.system as SystemBlock[]);
   assert.equal(system.length, 3);
-  // the host's instructions, memoro's base prompt with the cache breakpoint, the block last
+  // the host's instructions, memoro's base prompt with the cache breakpoint, the block, the date
   assert.deepEqual(
     system[2]!.map((block) => [block.text, block.cache_control]),
     [
       ["You are a helpful assistant.", undefined],
       [prompt.stable, { type: "ephemeral" }],
       [prompt.memory, undefined],
+      [prompt.today, undefined],
     ],
   );
-  assert.match(system[0]!.at(-1)!.text, /\(empty: nothing is remembered/);
-  assert.ok(system[1]!.at(-1)!.text.endsWith("\nPreferred name: Al")); // right after the tool call
+  assert.match(system[0]!.at(-2)!.text, /\(empty: nothing is remembered/);
+  assert.ok(system[1]!.at(-2)!.text.endsWith("\nPreferred name: Al")); // right after the tool call
   assert.deepEqual(
     (await memory.conversationTurns("alice", "chat-1")).map((t) => [t.question, t.answer]),
     [["Call me Al from now on.", "Will do, Al!"]],

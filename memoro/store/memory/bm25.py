@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memoro.store import keywords
+from memoro.store.base import KeywordHits
 from memoro.store.keywords import K1, B, Query
 from memoro.store.memory import saved
 from memoro.store.memory.budget import Budget, bulk_load, give_back_memory
@@ -332,20 +333,28 @@ class KeywordIndex:
         self._users: dict[str, _UserIndex] = {}
         self._lock = threading.Lock()
 
-    def search(self, user_id: str, query: Query, limit: int) -> list[tuple[int, int, float]]:
-        """The best chunks: (chunk id, turn id, BM25 score), best first."""
+    def search(
+        self, user_id: str, query: Query, limit: int, turns: Ints | None = None
+    ) -> KeywordHits:
+        """The best chunks: (chunk id, turn id, BM25 score), best first; of
+        ``turns`` (sorted ids) only, when given. Statistics are over every
+        chunk of the user either way."""
         if not query:
-            return []
+            return KeywordHits()
         index = self._fresh(user_id)
         with index.lock:
             n = len(index.chunk)
             if n == 0:
-                return []
+                return KeywordHits()
             norm = index.norm
             scores = np.zeros(n, dtype=np.float32)
             idf: dict[int, float] = {}
+            postings: list[tuple[float, Int32]] = []  # (share weight, docs) per term
             for term in query.terms:
                 docs, counts = index.find(term)
+                postings.append(
+                    (keywords.idf(max(n, keywords.COVERAGE_MIN_CHUNKS), docs.size), docs)
+                )
                 if not docs.size:
                     continue
                 tfs = counts.astype(np.float32)
@@ -361,10 +370,17 @@ class KeywordIndex:
                     together = docs if together is None else np.intersect1d(together, docs)
                 if together is not None and together.size:
                     scores[together] += sum(idf[t] for t in group)
-            hits = _best(np.flatnonzero(scores > 0), scores, index.chunk, limit)
-            return [
-                (int(index.chunk[i]), int(index.turn[i]), float(scores[i])) for i in hits.tolist()
-            ]
+            hits = np.flatnonzero(scores > 0)
+            if turns is not None:
+                hits = hits[_among(index.turn[hits], turns)]
+            hits = _best(hits, scores, index.chunk, limit)
+            return KeywordHits(
+                (
+                    (int(index.chunk[i]), int(index.turn[i]), float(scores[i]))
+                    for i in hits.tolist()
+                ),
+                _coverage(hits[: keywords.COVERAGE_TOP], postings),
+            )
 
     def context(
         self, user_id: str, turn_ids: list[int]
@@ -536,6 +552,31 @@ def _best(hits: Ints, scores: npt.NDArray[np.float32], chunk: Ints, limit: int) 
         tied = tied[np.argsort(chunk[tied], kind="stable")[: limit - above.size]]
         hits = np.concatenate([above, tied])
     return hits[np.lexsort((chunk[hits], -scores[hits]))]
+
+
+def _coverage(top: Ints, postings: list[tuple[float, Int32]]) -> float:
+    """The largest share of the query's weight that one of the ``top``
+    documents holds: the weights of the query terms in it over all terms'
+    (each term's docs are ascending, the main part's before the tail's)."""
+    total = sum(w for w, _ in postings)
+    if not top.size or total <= 0:
+        return 0.0
+    held = np.zeros(top.size, np.float64)
+    for w, docs in postings:
+        if docs.size:
+            held += w * _among(top, docs)
+    return float(held.max() / total)
+
+
+def _among(
+    values: npt.NDArray[np.integer[Any]], sorted_ids: npt.NDArray[np.integer[Any]]
+) -> npt.NDArray[np.bool_]:
+    """Which ``values`` are in ``sorted_ids``."""
+    if not len(sorted_ids):
+        return np.zeros(len(values), bool)
+    at = np.minimum(np.searchsorted(sorted_ids, values), len(sorted_ids) - 1)
+    found: npt.NDArray[np.bool_] = sorted_ids[at] == values
+    return found
 
 
 def _pick(batch: ChunkRows, keep: list[int]) -> ChunkRows:

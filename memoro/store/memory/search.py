@@ -10,6 +10,7 @@ from contextlib import AbstractContextManager
 import numpy as np
 import numpy.typing as npt
 
+from memoro.store.base import KeywordHits
 from memoro.store.keywords import query
 from memoro.store.memory.bm25 import KeywordIndex
 from memoro.store.memory.budget import Budget
@@ -57,9 +58,12 @@ class IndexedSearch:
             self.vectors.prepare(user_id, model)
         return True
 
-    def keyword_search(self, user_id: str, text: str, limit: int) -> list[tuple[int, int, float]]:
-        """Chunks matching words of ``text``: (chunk, turn, BM25 score)."""
-        return self.keywords.search(user_id, query(text), limit)
+    def keyword_search(
+        self, user_id: str, text: str, limit: int, turns: npt.NDArray[np.int64] | None = None
+    ) -> KeywordHits:
+        """Chunks matching words of ``text``: (chunk, turn, BM25 score), of
+        ``turns`` only when given, with their coverage of the query."""
+        return self.keywords.search(user_id, query(text), limit, turns)
 
     def semantic(self, user_id: str, model: str, query: npt.NDArray[np.float32]) -> Scorer:
         """Exact cosine similarity of ``query`` to every chunk of the user."""

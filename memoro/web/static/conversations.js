@@ -176,7 +176,7 @@ async function search(query) {
   clearSearch.hidden = false;
   countLine.textContent = result.data.hits.length
     ? `${plural(result.data.hits.length, "past turn")} matching “${query}”, best first.`
-    : `Nothing in past conversations matches “${query}”.`;
+    : `No past conversation matches “${query}”: nothing said before is close enough to it.`;
   for (const hit of result.data.hits) {
     const item = el("li");
     item.dataset.conversation = hit.conversation;

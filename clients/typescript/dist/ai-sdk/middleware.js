@@ -67,8 +67,8 @@ export function memoroMiddleware(options) {
     };
 }
 /**
- * memoro's system prompt as messages: one, or for Anthropic's models two,
- * with the cache breakpoint after the stable part and before the block.
+ * memoro's system prompt as messages: one, or for Anthropic's models the
+ * stable part with the cache breakpoint, then the block and today's date.
  */
 function systemMessages(system, model) {
     if (!model.provider.includes("anthropic"))
@@ -80,6 +80,7 @@ function systemMessages(system, model) {
             providerOptions: { anthropic: { cacheControl: { type: "ephemeral" } } },
         },
         { role: "system", content: system.memory },
+        ...(system.today ? [{ role: "system", content: system.today }] : []),
     ];
 }
 /** A tool call the host's loop will run: the model has not answered yet. */

@@ -630,6 +630,11 @@ export type components = {
              * @description The whole system prompt for this turn.
              */
             text: string;
+            /**
+             * Today
+             * @description The last line: today's date in UTC (it changes once a day, after the block so the cached prefix stays the same).
+             */
+            today: string;
         };
         /** SearchOut */
         SearchOut: {
@@ -828,6 +833,8 @@ export interface operations {
     list_conversations_v1_conversations_get: {
         parameters: {
             query?: {
+                /** @description The conversations as they stood before this time: only those with a turn before it, counted and dated by those turns. An ISO 8601 date (2025-01-31: its first moment, UTC) or date-time (seconds optional; UTC unless it has an offset), dated 0001-01-03 to 9999-12-29; 'after' is inclusive, 'before' exclusive. */
+                before?: string;
                 /** @description How many (default all). */
                 limit?: number | null;
                 /** @description How many to skip first. */
@@ -1895,6 +1902,10 @@ export interface operations {
     search_v1_search_get: {
         parameters: {
             query: {
+                /** @description Only turns at or after this time. An ISO 8601 date (2025-01-31: its first moment, UTC) or date-time (seconds optional; UTC unless it has an offset), dated 0001-01-03 to 9999-12-29; 'after' is inclusive, 'before' exclusive. */
+                after?: string;
+                /** @description Only turns before this time (not at it). An ISO 8601 date (2025-01-31: its first moment, UTC) or date-time (seconds optional; UTC unless it has an offset), dated 0001-01-03 to 9999-12-29; 'after' is inclusive, 'before' exclusive. */
+                before?: string;
                 limit?: number;
                 mode?: "hybrid" | "keyword" | "semantic";
                 /** @description What to look for. Lone surrogates and control characters other than tab, line feed and carriage return are removed. */

@@ -101,8 +101,8 @@ export function memoroMiddleware(options: MemoroMiddlewareOptions): LanguageMode
 }
 
 /**
- * memoro's system prompt as messages: one, or for Anthropic's models two,
- * with the cache breakpoint after the stable part and before the block.
+ * memoro's system prompt as messages: one, or for Anthropic's models the
+ * stable part with the cache breakpoint, then the block and today's date.
  */
 function systemMessages(system: SystemPrompt, model: ModelInfo): PromptMessage[] {
   if (!model.provider.includes("anthropic")) return [{ role: "system", content: system.text }];
@@ -113,6 +113,7 @@ function systemMessages(system: SystemPrompt, model: ModelInfo): PromptMessage[]
       providerOptions: { anthropic: { cacheControl: { type: "ephemeral" } } },
     },
     { role: "system", content: system.memory },
+    ...(system.today ? [{ role: "system" as const, content: system.today }] : []),
   ];
 }
 
