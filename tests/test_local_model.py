@@ -175,3 +175,22 @@ def test_c7_a_word_near_the_end_of_a_4000_character_chunk_is_found_by_semantic_s
     hits = memoro.search("ann", "did I get a new pet cat?", mode="semantic", limit=1)
     assert hits[0].turn_id == long_turn.turn_id
     memoro.close()
+
+
+def test_the_local_model_sends_no_telemetry_and_writes_no_device_id(tmp_path: Path) -> None:
+    """ONNX Runtime 1.32 writes a device id under the user's cache when it
+    is imported, for its usage telemetry; memoro keeps it offline."""
+    home = tmp_path / "home"
+    env = {
+        "HOME": str(home),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "PATH": "/usr/bin:/bin",
+    }
+    script = (
+        "from memoro.history.embed import LocalEmbedder;"
+        "print(len(LocalEmbedder().embed_query('hello')))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "384"
+    assert not (home / ".cache" / "Microsoft").exists()

@@ -44,14 +44,15 @@ class MiniLM:
     ) -> None:
         from tokenizers import Tokenizer
 
+        from memoro.history import model_file
+
+        model_file.offline_runtime()
         try:
             import onnxruntime as ort
         except ImportError:
             raise ConfigError(
                 "the local embedding model needs onnxruntime: pip install onnxruntime"
             ) from None
-        from memoro.history import model_file
-
         path = path or model_dir()
         self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
         self.tokenizer.no_truncation()

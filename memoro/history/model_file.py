@@ -125,6 +125,15 @@ def _locked(lock_path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def offline_runtime() -> None:
+    """Keep ONNX Runtime from its usage telemetry (1.32 sends it on Linux and
+    writes a device id under the user's cache at import): memoro works
+    offline. Call before the first import of onnxruntime; a value the
+    person set is kept."""
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")  # its name in 1.32
+    os.environ.setdefault("ORT_TELEMETRY_DISABLED", "1")  # and in later releases
+
+
 def _build(weights_dir: Path, variant: str, scratch: Path) -> bytes:
     import onnx
     from safetensors.numpy import load_file
@@ -135,6 +144,7 @@ def _build(weights_dir: Path, variant: str, scratch: Path) -> bytes:
     if variant == "fp32":
         data: bytes = model.SerializeToString()
         return data
+    offline_runtime()
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     # the quantizer logs advice meant for other models straight to the root
