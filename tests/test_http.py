@@ -258,6 +258,19 @@ def test_invalid_input_is_a_json_error_with_a_stable_code(token_server: str) -> 
         assert http.post("/v1/tools/nope", json={}).status_code == 404
 
 
+@pytest.mark.parametrize("odd", ["1_0", " 1", "+1", "0.0", "１"])
+@pytest.mark.parametrize(
+    "path", ["/v1/conversations?offset=", "/v1/conversations?limit=", "/v1/memory/audit?limit="]
+)
+def test_a_whole_number_in_a_query_is_written_in_digits(
+    local_server: str, path: str, odd: str
+) -> None:
+    """Found by schemathesis: pydantic read "1_0" or " 1" as a number."""
+    answer = httpx.get(f"{local_server}{path}{odd}")
+    assert answer.status_code == 422 and "written in digits" in answer.text
+    assert httpx.get(f"{local_server}{path}10").status_code == 200
+
+
 def test_turns_are_recorded_searched_and_deleted(token_server: str, service: Memoro) -> None:
     with client(token_server, "ann") as http:
         created = http.post(

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from memoro import block, inputs
@@ -60,6 +60,17 @@ class ErrorDetail(BaseModel):
 
 class ErrorOut(BaseModel):
     error: ErrorDetail
+
+
+def _digits(value: object) -> object:
+    """A whole number in a query is written in digits: pydantic would also
+    take "1_0", " 1", "+1" or "0.0", which no other interface takes."""
+    if isinstance(value, str) and not (value.isascii() and value.isdigit()):
+        raise ValueError("must be a whole number written in digits")
+    return value
+
+
+Digits = BeforeValidator(_digits)
 
 
 def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
@@ -358,7 +369,9 @@ def delete_me(user: User, memoro: Service) -> Any:
 
 
 @router.get("/memory/audit", response_model=list[AuditOut], summary="Recent writes and deletes")
-def audit(user: User, memoro: Service, limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> Any:
+def audit(
+    user: User, memoro: Service, limit: Annotated[int, Digits, Query(ge=1, le=1000)] = 50
+) -> Any:
     return [entry.to_json() for entry in memoro.audit(user, limit=limit)]
 
 
@@ -427,9 +440,9 @@ def list_conversations(
     memoro: Service,
     response: Response,
     limit: Annotated[
-        int | None, Query(ge=1, le=1000, description="How many (default all).")
+        int | None, Digits, Query(ge=1, le=1000, description="How many (default all).")
     ] = None,
-    offset: Annotated[int, Query(ge=0, description="How many to skip first.")] = 0,
+    offset: Annotated[int, Digits, Query(ge=0, description="How many to skip first.")] = 0,
     before: Annotated[
         str | None,
         Query(
@@ -483,7 +496,9 @@ def search(
             json_schema_extra={"maxLength": MAX_QUERY_CHARS},
         ),
     ],
-    limit: Annotated[int, Query(json_schema_extra={"minimum": 1, "maximum": MAX_SEARCH_LIMIT})] = 5,
+    limit: Annotated[
+        int, Digits, Query(json_schema_extra={"minimum": 1, "maximum": MAX_SEARCH_LIMIT})
+    ] = 5,
     mode: Literal["hybrid", "keyword", "semantic"] = "hybrid",
     after: Annotated[
         str | None,
