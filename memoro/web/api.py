@@ -370,7 +370,7 @@ def delete_me(user: User, memoro: Service) -> Any:
 
 @router.get("/memory/audit", response_model=list[AuditOut], summary="Recent writes and deletes")
 def audit(
-    user: User, memoro: Service, limit: Annotated[int, Digits, Query(ge=1, le=1000)] = 50
+    user: User, memoro: Service, limit: Annotated[int, Query(ge=1, le=1000), Digits] = 50
 ) -> Any:
     return [entry.to_json() for entry in memoro.audit(user, limit=limit)]
 
@@ -440,9 +440,9 @@ def list_conversations(
     memoro: Service,
     response: Response,
     limit: Annotated[
-        int | None, Digits, Query(ge=1, le=1000, description="How many (default all).")
+        int | None, Query(ge=1, le=1000, description="How many (default all)."), Digits
     ] = None,
-    offset: Annotated[int, Digits, Query(ge=0, description="How many to skip first.")] = 0,
+    offset: Annotated[int, Query(ge=0, description="How many to skip first."), Digits] = 0,
     before: Annotated[
         str | None,
         Query(
@@ -497,7 +497,7 @@ def search(
         ),
     ],
     limit: Annotated[
-        int, Digits, Query(json_schema_extra={"minimum": 1, "maximum": MAX_SEARCH_LIMIT})
+        int, Query(json_schema_extra={"minimum": 1, "maximum": MAX_SEARCH_LIMIT}), Digits
     ] = 5,
     mode: Literal["hybrid", "keyword", "semantic"] = "hybrid",
     after: Annotated[
