@@ -93,6 +93,7 @@ class Memoro(Transfers):
             embedder,
             threads=self.settings.index_threads or usable_cores(),
             handlers={"import_file": self._run_import},
+            retain_days=self.settings.retain_days,
         )
         if worker is None:
             worker = self.settings.worker == "thread"

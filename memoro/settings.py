@@ -114,6 +114,15 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="SECONDS",
     ),
     Setting(
+        name="retain_days",
+        env="MEMORO_RETAIN_DAYS",
+        default="0",
+        help="Delete conversations whose newest turn is older than this many days (an"
+        " imported conversation keeps its own dates), checked hourly by the worker, deleted"
+        " as a user's own deletion is; 0 keeps them for ever.",
+        metavar="DAYS",
+    ),
+    Setting(
         name="cache_mb",
         env="MEMORO_CACHE_MB",
         default="256",
@@ -256,6 +265,7 @@ class Settings:
     import_max_mb: int = 1024
     import_uploads: int = 2
     upload_timeout: int = 60
+    retain_days: int = 0
     cache_mb: int = 256
     auth: str = "local"
     secret: str = ""
@@ -348,6 +358,7 @@ class Settings:
             import_max_mb=_whole(values.pop("import_max_mb"), "MEMORO_IMPORT_MAX_MB", 1, 1 << 20),
             import_uploads=_whole(values.pop("import_uploads"), "MEMORO_IMPORT_UPLOADS", 1, 1000),
             upload_timeout=_whole(values.pop("upload_timeout"), "MEMORO_UPLOAD_TIMEOUT", 1, 86_400),
+            retain_days=_whole(values.pop("retain_days"), "MEMORO_RETAIN_DAYS", 0, 36_500),
             cache_mb=_whole(values.pop("cache_mb"), "MEMORO_CACHE_MB", 1, 1 << 20),
             clock_skew=_whole(values.pop("clock_skew"), "MEMORO_CLOCK_SKEW", 0, 86_400),
             **values,

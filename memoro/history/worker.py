@@ -31,6 +31,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import numpy as np
@@ -91,7 +92,8 @@ worker runs out of due jobs)."""
 
 SWEEP_EVERY = 3600.0
 """Seconds between a worker's looks for uploads cut off by a server that
-stopped mid-way (``Store.drop_stale_uploads``)."""
+stopped mid-way (``Store.drop_stale_uploads``) and, with a retention period,
+for conversations past it (``Store.expire_conversations``)."""
 
 MODEL_RETRY_SECONDS = 60.0
 """How often a worker whose embedding model could not be loaded tries again,
@@ -137,6 +139,7 @@ class Worker:
         batch: int = BATCH_JOBS,
         handlers: Mapping[str, Handler] | None = None,
         model_retry: float = MODEL_RETRY_SECONDS,
+        retain_days: int = 0,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -155,6 +158,7 @@ class Worker:
         self._upkeep = threading.Lock()  # guards the two above
         self._vectors_due = False  # chunks were indexed without the model's vectors
         self.model_retry = model_retry
+        self.retain_days = retain_days  # 0: conversations are kept for ever
         self._retry_model_at = 0.0  # monotonic time
 
     def run_once(self, user_id: str | None = None) -> int:
@@ -214,21 +218,34 @@ class Worker:
                     progress(n)
             self.prepare_changed(waited=PREPARE_EVERY)
         self.prepare_changed()
-        self._sweep()
+        if self._sweep() and not self._stop.is_set():
+            ran += self._drain(progress, user_id)  # the purges it queued
         return ran
 
-    def _sweep(self) -> None:
-        """Delete uploads cut off by a stopped server, once in SWEEP_EVERY."""
+    def _sweep(self) -> bool:
+        """Delete uploads cut off by a stopped server and conversations past
+        the retention period, once in SWEEP_EVERY; whether it queued purges."""
         now = time.monotonic()
         with self._upkeep:
             if now - self._swept < SWEEP_EVERY:
-                return
+                return False
             self._swept = now
         try:
             if dropped := self.store.drop_stale_uploads():
                 log.info("deleted %d upload(s) cut off by a server that stopped", dropped)
         except Exception:  # the next sweep tries again
             log.warning("deleting uploads cut off by a stopped server failed", exc_info=True)
+        if not self.retain_days:
+            return False
+        try:
+            cutoff = datetime.now(UTC) - timedelta(days=self.retain_days)
+            expired = self.store.expire_conversations(cutoff)
+        except Exception:  # the next sweep tries again
+            log.warning("deleting conversations past retention failed", exc_info=True)
+            return False
+        if expired:
+            log.info("deleted %d conversation(s) older than %d days", expired, self.retain_days)
+        return expired > 0
 
     def note_changed(self, user_ids: Iterable[str]) -> None:
         """The chunks or vectors of ``user_ids`` changed."""

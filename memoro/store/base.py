@@ -187,6 +187,12 @@ class HistoryStore(Protocol):
         """Physically delete a deleted conversation and finish ``job``."""
         ...
 
+    def expire_conversations(self, cutoff: datetime) -> int:
+        """Delete (as ``delete_conversation``) every user's conversations
+        with no turn at or after ``cutoff``; how many. Across users: on
+        PostgreSQL only a member of memoro_worker finds any."""
+        ...
+
 
 class SearchIndex(Protocol):
     """Search over one user's indexed chunks."""

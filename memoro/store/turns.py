@@ -183,6 +183,34 @@ class SqlTurns(SqlQueue):
             ).fetchall()
         return [turn_from_row(self.dialect, r) for r in rows]
 
+    @abc.abstractmethod
+    def delete_conversation(self, user_id: str, conversation_id: str) -> bool:
+        """Hide a conversation from search now and queue its purge."""
+
+    def expire_conversations(self, cutoff: datetime) -> int:
+        """Delete, as their user would, the conversations whose newest turn
+        (or, with none, whose start) is older than ``cutoff``, one user at a
+        time under that user's policy; how many. The users come from the
+        generation table, which has a row for everyone with an indexed turn
+        (a turn not indexed yet is recent, or is taken on the next call)."""
+        table, _ = self._generations
+        with self._queue(write=False) as conn:
+            users = [r["user_id"] for r in conn.execute(f"SELECT user_id FROM {table}")]
+        when = self.dialect.time(cutoff)
+        expired = 0
+        for user_id in users:
+            with self._read(user_id) as conn:
+                old = conn.execute(
+                    "SELECT c.id FROM conversations c WHERE c.user_id = ?"
+                    " AND c.deleted_at IS NULL AND COALESCE((SELECT max(t.at) FROM turns t"
+                    " WHERE t.user_id = c.user_id AND t.conversation_id = c.id),"
+                    " c.created_at) < ?",
+                    (user_id, when),
+                ).fetchall()
+            for row in old:
+                expired += self.delete_conversation(user_id, row["id"])
+        return expired
+
     # -- indexing ------------------------------------------------------------
 
     def save_index(
