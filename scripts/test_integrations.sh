@@ -14,6 +14,7 @@ agents-langgraph-pydantic-ai: openai-agents langgraph pydantic-ai | agents langg
 google-adk: google-adk | google.adk | tests/integrations/test_google_adk.py
 crewai: crewai | crewai | tests/integrations/test_crewai.py
 llamaindex: llamaindex | llama_index.core | tests/integrations/test_llamaindex.py
+agent-framework: agent-framework | agent_framework | tests/integrations/test_agent_framework.py
 '
 
 wanted=("$@")

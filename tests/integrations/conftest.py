@@ -17,6 +17,7 @@ FRAMEWORKS = {
     "test_google_adk.py": "google.adk",
     "test_crewai.py": "crewai",
     "test_llamaindex.py": "llama_index.core",
+    "test_agent_framework.py": "agent_framework",
 }
 
 
