@@ -117,6 +117,27 @@ def test_through_the_responses_api_the_block_ends_the_instructions(
     assert turns(memories.service, "alice") == [("Call me Al from now on.", "Noted, Al.")]
 
 
+def test_a_streamed_run_carries_the_block_and_records_its_turn(
+    memories: Memories, llm: ScriptedLLM
+) -> None:
+    llm.script(call("memory_write", {"block": "Preferred name: Al"}), say("Noted, Al."))
+    desk = Desk(memories.memory)
+    session = desk.provider.bind(desk.agent.create_session(session_id="streamed"), "alice")
+
+    async def run() -> str:
+        stream = desk.agent.run("Call me Al from now on.", session=session, stream=True)
+        pieces = [update.text async for update in stream]
+        await stream.get_final_response()
+        return "".join(pieces)
+
+    assert asyncio.run(run()) == "Noted, Al."
+    first, after_write = llm.requests
+    assert first["stream"] is True
+    assert_block_last(first, None)
+    assert_block_last(after_write, "Preferred name: Al")
+    assert turns(memories.service, "alice") == [("Call me Al from now on.", "Noted, Al.")]
+
+
 def test_a_finished_turn_is_recorded_and_found_by_search(
     memories: Memories, llm: ScriptedLLM
 ) -> None:
