@@ -18,6 +18,7 @@ FRAMEWORKS = {
     "test_crewai.py": "crewai",
     "test_llamaindex.py": "llama_index.core",
     "test_agent_framework.py": "agent_framework",
+    "test_hermes.py": "run_agent",
 }
 
 
