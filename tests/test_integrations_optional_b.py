@@ -1,6 +1,7 @@
-"""The Google ADK, CrewAI and LlamaIndex adapters are optional: importing
-one without its framework says which extra installs it (the framework is
-hidden here, so the test holds where it is installed too)."""
+"""The Google ADK, CrewAI, LlamaIndex and Hermes Agent adapters are
+optional: importing one without its framework says which extra installs it
+(the framework is hidden here, so the test holds where it is installed
+too)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 
 import pytest
 
-FRAMEWORKS = ["crewai", "google.adk", "litellm", "llama_index"]
+FRAMEWORKS = ["crewai", "google.adk", "litellm", "llama_index", "run_agent"]
 
 
 def test_import_memoro_loads_none_of_these_frameworks() -> None:
@@ -30,6 +31,7 @@ def test_import_memoro_loads_none_of_these_frameworks() -> None:
         ("google_adk", "google.adk", "google-adk", "google-adk"),
         ("crewai", "crewai", "crewai", "crewai"),
         ("llamaindex", "llama_index", "llama_index", "llamaindex"),
+        ("hermes", "agent", "hermes-agent", "hermes"),
     ],
 )
 def test_importing_an_adapter_without_its_framework_names_the_extra(

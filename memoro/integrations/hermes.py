@@ -54,7 +54,9 @@ class MemoroProvider(_provider.MemoryProvider):  # type: ignore[misc]
         agent's tools and memoro's prompt follows the agent's own ephemeral
         system prompt on every model call."""
         if self._agent is not None:
-            raise ValueError("this MemoroProvider is already attached to an agent; make one per agent")
+            raise ValueError(
+                "this MemoroProvider is already attached to an agent: make one per agent"
+            )
         manager = agent._memory_manager or _manager.MemoryManager()
         manager.add_provider(self)
         if self not in manager.providers:  # Hermes takes one external provider and logs the rest
