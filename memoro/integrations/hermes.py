@@ -73,8 +73,12 @@ class MemoroProvider(_provider.MemoryProvider):  # type: ignore[misc]
             platform=agent.platform or "cli",
             agent_context="primary",
         )
-        names = {tool["function"]["name"] for tool in agent.tools or []}
+        # memoro's tools whatever Hermes toolsets the agent has (Hermes' own helper adds a
+        # provider's tools only with its "memory" toolset)
         agent.tools = list(agent.tools or [])
+        if agent.valid_tool_names is None:
+            agent.valid_tool_names = set()
+        names = {tool["function"]["name"] for tool in agent.tools}
         for schema in self.get_tool_schemas():
             if schema["name"] not in names:
                 agent.tools.append({"type": "function", "function": schema})

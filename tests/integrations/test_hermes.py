@@ -4,7 +4,9 @@ model over HTTP, a real SQLite store, embedded and remote (X1)."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,8 +14,9 @@ from typing import Any
 
 import pytest
 
-# Hermes keeps its state under HERMES_HOME from the moment it is imported; each
-# test then gets a home of its own
+# Hermes keeps some of its state (logs, its session database) under the HERMES_HOME it
+# was imported with: a temporary one, gone when the tests are; each test's configuration
+# is read from a home of its own
 os.environ["HERMES_HOME"] = tempfile.mkdtemp(prefix="hermes-home-")
 
 from run_agent import AIAgent
@@ -33,6 +36,8 @@ from tests.integrations.memories import (
     tool_outputs,
     turns,
 )
+
+atexit.register(shutil.rmtree, os.environ["HERMES_HOME"], ignore_errors=True)
 
 OWN = "You are the help desk of Example Ltd."
 # A context length in Hermes' configuration: without one Hermes asks the endpoint
