@@ -25,6 +25,13 @@ def test_import_memoro_loads_none_of_these_frameworks() -> None:
     assert done.stdout.strip() == "[]"
 
 
+UNLIKE_PIP = {
+    "hermes": "uv pip install 'memoro[hermes]' --override overrides.txt"
+    " (docs/integrations/hermes.md says what the file holds)"
+}
+"""Extras pip alone cannot install (hermes-agent pins an older PyJWT than memoro's)."""
+
+
 @pytest.mark.parametrize(
     ("adapter", "framework", "named", "extra"),
     [
@@ -42,7 +49,7 @@ def test_importing_an_adapter_without_its_framework_names_the_extra(
     monkeypatch.delitem(sys.modules, f"memoro.integrations.{adapter}", raising=False)
     with pytest.raises(ImportError) as missing:
         importlib.import_module(f"memoro.integrations.{adapter}")
+    command = UNLIKE_PIP.get(extra, f"pip install 'memoro[{extra}]'")
     assert str(missing.value) == (
-        f"memoro's {extra} adapter needs {named!r}, which is not installed:"
-        f" pip install 'memoro[{extra}]'"
+        f"memoro's {extra} adapter needs {named!r}, which is not installed: {command}"
     )

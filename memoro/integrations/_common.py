@@ -39,16 +39,20 @@ class Memory(Protocol):
     ) -> RecordedTurn: ...
 
 
-def require(module: str, extra: str, *, package: str | None = None) -> ModuleType:
+def require(
+    module: str, extra: str, *, package: str | None = None, install: str | None = None
+) -> ModuleType:
     """Import a framework module, or say which extra installs it
     (``package`` names the framework where the module's first part does
-    not, as for the ``google`` namespace)."""
+    not, as for the ``google`` namespace; ``install`` replaces the pip
+    command where pip alone cannot install the extra)."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
+        command = install or f"pip install 'memoro[{extra}]'"
         raise ImportError(
             f"memoro's {extra} adapter needs {package or module.split('.')[0]!r}, which is not"
-            f" installed: pip install 'memoro[{extra}]'"
+            f" installed: {command}"
         ) from exc
 
 

@@ -25,8 +25,15 @@ from memoro.integrations._common import (
     tool_specs,
 )
 
-_provider: Any = require("agent.memory_provider", "hermes", package="hermes-agent")
-_manager: Any = require("agent.memory_manager", "hermes", package="hermes-agent")
+# hermes-agent pins an older PyJWT than memoro's, which pip cannot resolve
+_INSTALL = (
+    "uv pip install 'memoro[hermes]' --override overrides.txt"
+    " (docs/integrations/hermes.md says what the file holds)"
+)
+_provider: Any = require(
+    "agent.memory_provider", "hermes", package="hermes-agent", install=_INSTALL
+)
+_manager: Any = require("agent.memory_manager", "hermes", package="hermes-agent", install=_INSTALL)
 
 __all__ = ["MemoroProvider"]
 
