@@ -8,6 +8,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Iterator
+
+import pytest
+
+from memoro.service import Memoro
+from memoro.testing import ScriptedLLM
+from tests.integrations.memories import KINDS, Memories, serve
 
 # test module → the framework module it needs
 FRAMEWORKS = {
@@ -35,3 +42,21 @@ collect_ignore = [
     for name, module in FRAMEWORKS.items()
     if module not in _required and not _installed(module)
 ]
+
+
+@pytest.fixture(params=KINDS)
+def memories(request: pytest.FixtureRequest, web_service: Memoro) -> Iterator[Memories]:
+    """The service behind a test server, reached as each kind of memory
+    (the embedded Memoro, the remote client)."""
+    yield from serve(request.param, web_service)
+
+
+@pytest.fixture
+def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedLLM]:
+    """A scripted model, reached as the docs pages reach one: through
+    OPENAI_BASE_URL and OPENAI_API_KEY alone (a module that reaches it
+    otherwise has its own)."""
+    with ScriptedLLM() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        yield server

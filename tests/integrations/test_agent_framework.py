@@ -6,7 +6,6 @@ embedded and behind a server (X1)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,38 +14,20 @@ from agent_framework import Agent
 from agent_framework.openai import OpenAIChatClient, OpenAIChatCompletionClient
 
 from memoro.integrations.agent_framework import MemoroContextProvider
-from memoro.service import Memoro
 from memoro.testing import ScriptedLLM, call, say
 from memoro.tools import TOOLS
 from tests.integrations.memories import (
-    KINDS,
     Memories,
     assert_block_last,
     ends_with_block,
     offered,
     run_first_example,
-    serve,
     system_text,
     tool_outputs,
     turns,
 )
 
 OWN = "You are the help desk of Example Ltd."
-
-
-@pytest.fixture
-def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedLLM]:
-    """A scripted model, reached as the docs page reaches one: through
-    OPENAI_BASE_URL and OPENAI_API_KEY alone."""
-    with ScriptedLLM() as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test")
-        yield server
-
-
-@pytest.fixture(params=KINDS)
-def memories(request: pytest.FixtureRequest, web_service: Memoro) -> Iterator[Memories]:
-    yield from serve(request.param, web_service)
 
 
 class Desk:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,35 +25,17 @@ with warnings.catch_warnings():  # crewai.rag sets up its submodules in a way Py
     from crewai import LLM, Agent, Crew, Task
 
 from memoro.integrations.crewai import UserMemory
-from memoro.service import Memoro
 from memoro.testing import ScriptedLLM, Step, say
 from memoro.tools import TOOLS
 from tests.integrations.memories import (
-    KINDS,
     Memories,
     assert_block_last,
     run_first_example,
-    serve,
     system_text,
     turns,
 )
 
 OWN = "You answer for the help desk of Example Ltd."
-
-
-@pytest.fixture
-def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedLLM]:
-    """A scripted model, reached as the docs page reaches one: through
-    OPENAI_BASE_URL and OPENAI_API_KEY alone."""
-    with ScriptedLLM() as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test")
-        yield server
-
-
-@pytest.fixture(params=KINDS)
-def memories(request: pytest.FixtureRequest, web_service: Memoro) -> Iterator[Memories]:
-    yield from serve(request.param, web_service)
 
 
 def act(name: str, arguments: dict[str, Any]) -> Step:

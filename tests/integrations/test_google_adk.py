@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,37 +22,19 @@ from google.adk.sessions import InMemorySessionService
 from google.genai import types
 
 from memoro.integrations.google_adk import MemoroMemoryService, MemoroPlugin, memoro_tools
-from memoro.service import Memoro
 from memoro.testing import ScriptedLLM, call, say
 from memoro.tools import TOOLS
 from tests.integrations.memories import (
-    KINDS,
     Memories,
     assert_block_last,
     offered,
     run_first_example,
-    serve,
     system_text,
     tool_outputs,
     turns,
 )
 
 OWN = "You are the help desk of Example Ltd."
-
-
-@pytest.fixture
-def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedLLM]:
-    """A scripted model, reached as the docs page reaches one: through
-    OPENAI_BASE_URL and OPENAI_API_KEY alone."""
-    with ScriptedLLM() as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test")
-        yield server
-
-
-@pytest.fixture(params=KINDS)
-def memories(request: pytest.FixtureRequest, web_service: Memoro) -> Iterator[Memories]:
-    yield from serve(request.param, web_service)
 
 
 def _runner(memory: Any) -> Runner:

@@ -8,7 +8,6 @@ import atexit
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,16 +21,13 @@ os.environ["HERMES_HOME"] = tempfile.mkdtemp(prefix="hermes-home-")
 from run_agent import AIAgent
 
 from memoro.integrations.hermes import MemoroProvider
-from memoro.service import Memoro
 from memoro.testing import ScriptedLLM, call, say
 from memoro.tools import TOOLS
 from tests.integrations.memories import (
-    KINDS,
     Memories,
     assert_block_last,
     offered,
     run_first_example,
-    serve,
     system_text,
     tool_outputs,
     turns,
@@ -52,21 +48,6 @@ def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (home / "config.yaml").write_text(CONFIG, "utf-8")
     monkeypatch.setenv("HERMES_HOME", str(home))
     return home
-
-
-@pytest.fixture
-def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedLLM]:
-    """A scripted model, reached as the docs page reaches one: through
-    OPENAI_BASE_URL and OPENAI_API_KEY alone."""
-    with ScriptedLLM() as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test")
-        yield server
-
-
-@pytest.fixture(params=KINDS)
-def memories(request: pytest.FixtureRequest, web_service: Memoro) -> Iterator[Memories]:
-    yield from serve(request.param, web_service)
 
 
 def _agent(memory: Any, user: str | None) -> AIAgent:

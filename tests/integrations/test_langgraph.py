@@ -20,17 +20,14 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 
 from memoro.integrations.langgraph import MemoroMiddleware, memoro_tools
-from memoro.service import Memoro
 from memoro.testing import ScriptedLLM, call, say
 from memoro.tools import TOOLS
 from tests.integrations.memories import (
-    KINDS,
     Memories,
     ends_with_block,
     indexed,
     offered,
     run_first_example,
-    serve,
     system_text,
     tool_outputs,
 )
@@ -42,11 +39,6 @@ QUESTION = "Call me Al from now on."
 def llm() -> Iterator[ScriptedLLM]:
     with ScriptedLLM() as server:
         yield server
-
-
-@pytest.fixture(params=KINDS)
-def memories(request: pytest.FixtureRequest, web_service: Memoro) -> Iterator[Memories]:
-    yield from serve(request.param, web_service)
 
 
 def agent(memory: Any, llm: ScriptedLLM, **options: Any) -> Any:

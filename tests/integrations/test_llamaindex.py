@@ -17,16 +17,13 @@ from llama_index.core.memory import InsertMethod, Memory
 from llama_index.llms.openai import OpenAI
 
 from memoro.integrations.llamaindex import UserMemory
-from memoro.service import Memoro
 from memoro.testing import ScriptedLLM, call, say
 from memoro.tools import TOOLS
 from tests.integrations.memories import (
-    KINDS,
     Memories,
     assert_block_last,
     offered,
     run_first_example,
-    serve,
     system_text,
     tool_outputs,
     turns,
@@ -49,21 +46,6 @@ def _collect_chat_stores() -> Iterator[None]:
 
 
 OWN = "You are the help desk of Example Ltd."
-
-
-@pytest.fixture
-def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedLLM]:
-    """A scripted model, reached as the docs page reaches one: through
-    OPENAI_BASE_URL and OPENAI_API_KEY alone."""
-    with ScriptedLLM() as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test")
-        yield server
-
-
-@pytest.fixture(params=KINDS)
-def memories(request: pytest.FixtureRequest, web_service: Memoro) -> Iterator[Memories]:
-    yield from serve(request.param, web_service)
 
 
 async def _say(user: UserMemory, chat: Memory, message: str) -> str:

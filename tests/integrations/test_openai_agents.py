@@ -22,17 +22,14 @@ from memoro.integrations.openai_agents import (
     memoro_instructions,
     memoro_tools,
 )
-from memoro.service import Memoro
 from memoro.testing import ScriptedLLM, call, say
 from memoro.tools import TOOLS
 from tests.integrations.memories import (
-    KINDS,
     Memories,
     ends_with_block,
     indexed,
     offered,
     run_first_example,
-    serve,
     system_text,
     tool_outputs,
 )
@@ -52,11 +49,6 @@ def no_tracing() -> Iterator[None]:
 def llm() -> Iterator[ScriptedLLM]:
     with ScriptedLLM() as server:
         yield server
-
-
-@pytest.fixture(params=KINDS)
-def memories(request: pytest.FixtureRequest, web_service: Memoro) -> Iterator[Memories]:
-    yield from serve(request.param, web_service)
 
 
 def agent(memory: Any, llm: ScriptedLLM, api: str = "responses") -> Any:

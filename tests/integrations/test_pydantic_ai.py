@@ -18,17 +18,14 @@ from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from memoro.integrations.pydantic_ai import MemoroCapability, memoro_toolset
-from memoro.service import Memoro
 from memoro.testing import ScriptedLLM, call, say
 from memoro.tools import TOOLS
 from tests.integrations.memories import (
-    KINDS,
     Memories,
     ends_with_block,
     indexed,
     offered,
     run_first_example,
-    serve,
     system_text,
     tool_outputs,
 )
@@ -60,11 +57,6 @@ def close_the_loop_run_sync_leaves() -> Iterator[None]:
 def llm() -> Iterator[ScriptedLLM]:
     with ScriptedLLM() as server:
         yield server
-
-
-@pytest.fixture(params=KINDS)
-def memories(request: pytest.FixtureRequest, web_service: Memoro) -> Iterator[Memories]:
-    yield from serve(request.param, web_service)
 
 
 def agent(memory: Any, llm: ScriptedLLM, api: str = "chat") -> Any:
