@@ -24,16 +24,19 @@ from _datasets import ALL_BUT_ADVERSARIAL, DataSet
 from memoro import Memoro
 from memoro.history import fusion
 from memoro.history.search import Evidence, gather, ordered
+from memoro.store import keywords
 
 GRID = {
     "weight": (0.3, 0.4, 0.5, 0.6, 0.7),
     "floor": (0.1, 0.15, 0.2, 0.25, 0.3),
     "share": (0.0, 0.1, 0.2, 0.3, 0.4, 0.5),
+    "length": (50, 70, 100, math.inf),  # inf: every turn takes the full share
 }
 PRODUCT = {
     "weight": fusion.KEYWORD_WEIGHT[fusion.Mode.HYBRID],
     "floor": fusion.SEMANTIC_FLOOR,
     "share": fusion.NEIGHBOR_SHARE,
+    "length": fusion.NEIGHBOR_LENGTH,
 }
 Row = tuple[float, float, float]  # R@5, R@10, NDCG@10
 Question = dict[str, Any]
@@ -89,6 +92,20 @@ def _columns(dataset: DataSet) -> list[tuple[str, Callable[[Question], bool]]]:
 
 def gathered(memoro: Memoro, questions: list[Question]) -> list[Evidence]:
     return [gather(memoro.store, memoro.embedder, q["user"], q["question"]) for q in questions]
+
+
+def plain(memoro: Memoro, questions: list[Question]) -> list[Evidence]:
+    """The evidence with a turn's question weighing nothing of its own in
+    keyword search (``keywords.QUESTION_WEIGHT`` 0; the in-memory keyword
+    indexes are built again, with it and after)."""
+    indexes = memoro.store.keywords  # type: ignore[attr-defined]
+    weight, keywords.QUESTION_WEIGHT = keywords.QUESTION_WEIGHT, 0.0
+    indexes.forget()
+    try:
+        return gathered(memoro, questions)
+    finally:
+        keywords.QUESTION_WEIGHT = weight
+        indexes.forget()
 
 
 def report(memoro: Memoro, dataset: DataSet, questions: list[Question]) -> str:
@@ -189,6 +206,7 @@ def report(memoro: Memoro, dataset: DataSet, questions: list[Question]) -> str:
 ABLATIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("hybrid (the product)", {}),
     ("− neighbour context (share 0)", {"share": 0.0}),
+    ("− shorter share for long turns (every turn the full share)", {"length": math.inf}),
     ("− semantic floor (floor 0)", {"floor": 0.0}),
     ("− semantic part (keyword weight 1)", {"weight": 1.0}),
     ("− keyword part (keyword weight 0)", {"weight": 0.0}),
@@ -226,6 +244,9 @@ def contributions(memoro: Memoro, dataset: DataSet, questions: list[Question]) -
     from hybrid search (its candidates)."""
     found = gathered(memoro, questions)
     variants = [(name, scored(questions, found, c)) for name, c in ABLATIONS]
+    variants.insert(
+        2, ("− question terms (question weight 0)", scored(questions, plain(memoro, questions), {}))
+    )
     for mode in (fusion.Mode.KEYWORD, fusion.Mode.SEMANTIC):
         own = [
             gather(memoro.store, memoro.embedder, q["user"], q["question"], mode) for q in questions

@@ -133,9 +133,10 @@ def test_context_reads_again_for_a_turn_indexed_after_the_index_was_read(
     late = other.record_turn("u1", "c9", "a late egret", "seen")
     other.index_pending()
     # as when the semantic side, which reads later, finds the new turn
-    neighbors, chunk_turn = store.turn_context("u1", [late.turn_id])
-    assert neighbors == {late.turn_id: []}
-    assert list(chunk_turn.values()) == [late.turn_id]
+    context = store.turn_context("u1", [late.turn_id])
+    assert context.neighbors == {late.turn_id: []}
+    assert list(context.chunk_turn.values()) == [late.turn_id]
+    assert context.lengths == {late.turn_id: 3}  # late, egret, seen
     other.close()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memoro.history.chunking import chunk, turn_text
 from memoro.store import keywords
 
 
@@ -47,3 +48,36 @@ def test_stopwords_are_not_terms() -> None:
     assert keywords.query("what is the").terms == ()
     assert len(keywords.query("what is the plan").terms) == 1
     assert not keywords.query("?!")
+
+
+def test_a_chunks_question_part_is_indexed_again_as_question_terms() -> None:
+    """C4: the question's words are terms like any other and question terms
+    besides; the chunk's length counts the first only."""
+    plain = keywords.chunk_terms("Where is Lisbon? It is in Portugal")
+    asked = keywords.chunk_terms("Where is Lisbon? It is in Portugal", "Where is Lisbon?")
+    assert (asked.length, asked.question_length) == (plain.length, 1)
+    query = keywords.query("lisbon")
+    assert set(query.terms) <= set(plain.ids.tolist())
+    assert set(query.question_terms) <= set(asked.ids.tolist()) - set(plain.ids.tolist())
+    back = keywords.ChunkTerms.unpack(asked.pack(), asked.length, asked.question_length)
+    assert back.ids.tolist() == asked.ids.tolist() and back.question_length == 1
+
+
+def test_the_question_part_of_each_chunk_of_a_turn() -> None:
+    question = "  My sister lives in Lisbon.\n\nPlan a weekend?  "
+    chunks = chunk(turn_text(question, "Day one: " + "walk the old town " * 400))
+    parts = keywords.question_parts(question, chunks)
+    assert parts[0] == question.strip() and len(chunks) > 1 and set(parts[1:]) == {""}
+    long = "lisbon " * 700  # a question longer than a chunk spans two
+    parts = keywords.question_parts(long, chunk(turn_text(long, "noted")))
+    assert " ".join(parts).split() == long.split() and all(parts)
+    assert keywords.question_parts("other words", chunks) == [""] * len(chunks)
+    assert keywords.question_parts("", ["just an answer"]) == [""]
+
+
+def test_the_question_counts_as_the_answer_outgrows_it() -> None:
+    share = keywords.question_share
+    assert share(40, 10) == 0.0  # answer 30 terms: three times the question
+    assert share(10 + 60, 10) == 0.5
+    assert share(10 + 300, 10) == 0.9
+    assert share(10, 10) == 0.0 and share(10, 0) == 0.0  # no answer, no question

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from memoro.history import chunking
 from memoro.models import AuditRecord, JobStatus, NewTurn, Operation, Writer
 from memoro.store import keywords
 from memoro.store.base import Store
@@ -258,3 +259,47 @@ def test_both_backends_score_keywords_by_the_one_bm25_formula(block_store: Store
         assert len(hits) == sum(
             keywords.bm25(wanted, found, df, len(stored), avg) > 0 for _, found in stored.values()
         )
+
+
+def test_a_turns_question_also_scores_on_its_own(block_store: Store) -> None:
+    """C4: a turn's question is indexed again as question terms, scored by
+    ``keywords.bm25`` with the share the answer's length leaves it — here a
+    user's one mention of Lisbon beside a long reply ranks first, where
+    plain BM25 puts shorter turns that name Lisbon more often first."""
+    reply = "Here is a plan for the weekend: " + "walk, eat, rest and see the sights. " * 30
+    turns = [
+        ("My sister lives in Lisbon, plan a weekend with her", reply),
+        ("Tell me about capitals", "Lisbon is a capital. " + "Lisbon has trams. " * 6 + reply),
+        ("What is a tram?", "A tram runs on rails in a street. " * 8),
+        ("Lisbon?", "Lisbon."),  # as long as its question: no share of its own
+    ]
+    recorded = block_store.record_turns("ann", [NewTurn("c", q, a, None) for q, a in turns])
+    chunks_of: dict[int, list[str]] = {}
+    for job in block_store.claim_jobs("w", lease_seconds=30, limit=10):
+        turn_id = int(job.payload["turn_id"])  # type: ignore[call-overload]
+        question, answer = turns[[r.turn_id for r in recorded].index(turn_id)]
+        chunks_of[turn_id] = chunking.chunk(chunking.turn_text(question, answer))
+        assert block_store.save_index(job, "w", turn_id, chunks_of[turn_id], None, None)
+    stored = {}
+    for chunk_id, (turn_id, _, _, text) in block_store.chunk_hits("ann", range(1, 99)).items():
+        question = turns[[r.turn_id for r in recorded].index(turn_id)][0]
+        part = keywords.question_parts(question, chunks_of[turn_id])[0]
+        stored[chunk_id] = (turn_id, keywords.chunk_terms(text, part))
+    avg = sum(found.length for _, found in stored.values()) / len(stored)
+    wanted = keywords.query("Lisbon")
+    df = {
+        t: sum(t in found.ids.tolist() for _, found in stored.values())
+        for t in wanted.terms + wanted.question_terms
+    }
+    hits = block_store.keyword_search("ann", "Lisbon", 10)
+    for chunk_id, _, score in hits:
+        expected = keywords.bm25(wanted, stored[chunk_id][1], df, len(stored), avg)
+        assert score == pytest.approx(expected, rel=1e-4)
+    assert hits[0][1] == recorded[0].turn_id
+    plain = sorted(
+        stored.values(),
+        key=lambda s: (
+            -keywords.bm25(keywords.Query(wanted.terms, wanted.groups), s[1], df, len(stored), avg)
+        ),
+    )
+    assert plain[0][0] != recorded[0].turn_id

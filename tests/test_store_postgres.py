@@ -86,6 +86,7 @@ def test_migrations_run_once(postgres: tuple[str, str]) -> None:
         "upload_owner",
         "generation_clock",
         "turn_times",
+        "question_terms",
     ]
     assert len(rows) == len(migrations.load("postgres"))
 
@@ -490,6 +491,59 @@ def test_migration_3_gives_older_chunks_their_keywords(
     _assert_same_ranking(_keyword_results(expected, QUERIES), _keyword_results(migrated, QUERIES))
     expected.close()
     migrated.close()
+
+
+def test_migration_19_gives_older_chunks_their_question_terms(
+    postgres: tuple[str, str], tmp_path: Path
+) -> None:
+    """A database indexed before question terms ranks, after ``memoro
+    migrate`` (as an owner held by row-level security), as if indexed today."""
+    from memoro.history.chunking import chunk, turn_text
+    from memoro.service import Memoro
+    from memoro.settings import Settings
+    from memoro.store import keywords
+    from memoro.store import postgres as backend
+    from memoro.store.sqlite import SqliteStore
+    from tests.test_store_sqlite import _question_corpus
+
+    admin, _ = postgres
+    owner = pg.in_database(pg.as_role(admin, pg.OWNER_ROLE), _fresh_database(admin, "memoro_v18"))
+    backend.migrate(owner, upto=18)
+    corpus = _question_corpus()
+    with psycopg.connect(owner) as conn:
+        conn.execute("SELECT set_config('memoro.user_id', 'ann', false)")
+        for n, (conversation, question, answer) in enumerate(corpus, 1):
+            conn.execute(
+                "INSERT INTO conversations (user_id, id, created_at) VALUES ('ann', %s, now())"
+                " ON CONFLICT DO NOTHING",
+                (conversation,),
+            )
+            turn = conn.execute(
+                "INSERT INTO turns (user_id, conversation_id, seq, question, answer, at,"
+                " indexed_at) VALUES ('ann', %s, %s, %s, %s, now(), now()) RETURNING id",
+                (conversation, n, question, answer),
+            ).fetchone()[0]
+            for ordinal, text in enumerate(chunk(turn_text(question, answer))):
+                found = keywords.chunk_terms(text)  # as memoro indexed before
+                conn.execute(
+                    "INSERT INTO chunks (turn_id, user_id, ordinal, text, terms, length)"
+                    " VALUES (%s, 'ann', %s, %s, %s, %s)",
+                    (turn, ordinal, text, found.pack(), found.length),
+                )
+    backend.migrate(owner)
+    migrated = Memoro(PostgresStore(owner), Settings(home=tmp_path), embedder=None, worker=False)
+    expected = Memoro(
+        SqliteStore(tmp_path / "m.db"), Settings(home=tmp_path), embedder=None, worker=False
+    )
+    for conversation, question, answer in corpus:
+        expected.record_turn("ann", conversation, question, answer)
+    expected.index_pending()
+    for query in ["Lisbon", "sister Porto", "trams", "weekend Madrid sights"]:
+        mine = migrated.store.keyword_search("ann", query, 50)
+        theirs = expected.store.keyword_search("ann", query, 50)
+        assert [score for _, _, score in mine] == pytest.approx([s for _, _, s in theirs])
+    migrated.close()
+    expected.close()
 
 
 def test_a_role_that_bypasses_row_level_security_is_warned_about(

@@ -232,6 +232,71 @@ def test_a_database_from_a_newer_memoro_is_refused(tmp_path: Path) -> None:
         SqliteStore(tmp_path / "memoro.db")
 
 
+def _question_corpus() -> list[tuple[str, str, str]]:
+    """(conversation, question, answer): short questions naming things once,
+    long answers naming them often, so the question's own terms matter."""
+    reply = "Here is a plan: " + "walk, eat and see the sights of the town. " * 20
+    places = ["Lisbon", "Porto", "Madrid", "Seville"]
+    return [
+        (f"c{i % 3}", f"My sister {i} lives in {place}, plan a weekend", f"{reply} {place} " * 2)
+        for i, place in enumerate(places * 3)
+    ] + [("c9", "trams?", "Lisbon Porto trams " * 40)]
+
+
+def test_migration_10_gives_older_chunks_their_question_terms(tmp_path: Path) -> None:
+    """A database indexed before question terms ranks, once opened, as if
+    indexed today."""
+    from memoro.history.chunking import chunk, turn_text
+    from memoro.store import keywords
+    from memoro.store.sqlite._db import SQLITE, _statements
+
+    old = tmp_path / "old.db"
+    raw = sqlite3.connect(old)
+    raw.row_factory = sqlite3.Row
+
+    def run(migration: migrations.Migration) -> None:
+        for statement in _statements(migration.sql):
+            raw.execute(statement)
+
+    migrations.apply(raw, SQLITE, run, upto=9)  # type: ignore[arg-type]
+    corpus = _question_corpus()
+    for n, (conversation, question, answer) in enumerate(corpus, 1):
+        raw.execute(
+            "INSERT OR IGNORE INTO conversations VALUES ('ann', ?, '2025-01-01', NULL, NULL)",
+            (conversation,),
+        )
+        raw.execute(
+            "INSERT INTO turns (user_id, conversation_id, seq, question, answer, at, indexed_at)"
+            " VALUES ('ann', ?, ?, ?, ?, '2025-01-01T00:00:00+00:00', '2025-01-01')",
+            (conversation, n, question, answer),
+        )
+        for ordinal, text in enumerate(chunk(turn_text(question, answer))):
+            found = keywords.chunk_terms(text)  # as memoro indexed before
+            raw.execute(
+                "INSERT INTO chunks (turn_id, user_id, ordinal, text, terms, length)"
+                " VALUES (?, 'ann', ?, ?, ?, ?)",
+                (n, ordinal, text, found.pack(), found.length),
+            )
+    raw.commit()
+    raw.close()
+    migrated = Memoro(SqliteStore(old), Settings(home=tmp_path), embedder=None, worker=False)
+    expected = Memoro(
+        SqliteStore(tmp_path / "new.db"), Settings(home=tmp_path), embedder=None, worker=False
+    )
+    for conversation, question, answer in corpus:
+        expected.record_turn("ann", conversation, question, answer)
+    expected.index_pending()
+    for query in ["Lisbon", "sister Porto", "trams", "weekend Madrid sights"]:
+        mine = migrated.store.keyword_search("ann", query, 50)
+        theirs = expected.store.keyword_search("ann", query, 50)
+        assert [score for _, _, score in mine] == pytest.approx([s for _, _, s in theirs])
+        assert [turn for _, turn, _ in mine] == [turn for _, turn, _ in theirs]
+    lisbon = migrated.store.keyword_search("ann", "Lisbon", 1)
+    assert lisbon[0][1] == 1  # the user's own mention first, not the trams reply
+    migrated.close()
+    expected.close()
+
+
 def marked_export() -> bytes:
     """A Claude.ai export whose dialogue holds NUMBAT and whose raw file
     alone holds DINGO (in a field no import keeps)."""

@@ -9,7 +9,10 @@ small sentence models, which is no evidence); a turn scores as its best chunk.
 A turn's neighbours in its conversation then add a share of their score: in
 a dialogue, a question is often asked in one turn and answered or explained
 in the next, so context next to a match is evidence too. On the LoCoMo development set this lifts
-turn-level R@10 from 0.82 (blend alone) to 0.85; see docs/search.md.
+turn-level R@10 from 0.82 (blend alone) to 0.85; see docs/search.md. A long
+turn — a request and a full reply — carries its own context: its share
+shrinks with its length, so a neighbour's match does not lift it above the
+turn that holds the answer.
 """
 
 from __future__ import annotations
@@ -29,6 +32,10 @@ class Mode(StrEnum):
 
 KEYWORD_WEIGHT = {Mode.HYBRID: 0.5, Mode.KEYWORD: 1.0, Mode.SEMANTIC: 0.0}
 NEIGHBOR_SHARE = 0.3
+NEIGHBOR_LENGTH = 70
+"""A turn of up to this many keyword terms takes its neighbours' full share;
+a longer one ``NEIGHBOR_LENGTH / its length`` of it (a dialogue line has
+~30 terms, a question with an assistant's reply ~200)."""
 SEMANTIC_FLOOR = 0.2
 KEYWORD_EVIDENCE = 0.3
 """A keyword match is evidence when it holds this share of the query (its
@@ -59,9 +66,11 @@ def rank(
     candidates: set[int],
     mode: Mode = Mode.HYBRID,
     *,
+    lengths: Mapping[int, int] | None = None,
     weight: float | None = None,
     floor: float | None = None,
     share: float = NEIGHBOR_SHARE,
+    length: float | None = NEIGHBOR_LENGTH,
 ) -> list[RankedTurn]:
     """Rank the ``candidates`` turns, best first.
 
@@ -69,8 +78,10 @@ def rank(
     chunks) to its turn; ``keyword`` holds BM25 scores (higher is better) of
     the chunks keyword search returned; ``semantic`` the cosine similarity of
     chunks that have vectors; ``neighbors`` the turns before and after each
-    candidate in its conversation. ``weight`` (hybrid: the keyword side's
-    share), ``floor`` and ``share`` replace the constants, for measuring.
+    candidate in its conversation; ``lengths`` each candidate's length in
+    keyword terms (unknown: full share). ``weight`` (hybrid: the keyword
+    side's share), ``floor``, ``share`` and ``length`` (None: every turn
+    takes the full share) replace the constants, for measuring.
     """
     if mode is not Mode.HYBRID or weight is None:
         weight = KEYWORD_WEIGHT[mode]
@@ -78,6 +89,10 @@ def rank(
         floor = -1.0
     elif floor is None:
         floor = SEMANTIC_FLOOR
+    if mode is Mode.SEMANTIC:
+        # raw cosines: every neighbour lends about the same, so a share cut
+        # by length would only favour short turns
+        length = None
     top = max(keyword.values(), default=0.0)
     best: dict[int, tuple[float, int]] = {}
     for chunk_id, turn_id in chunk_turn.items():
@@ -93,7 +108,10 @@ def rank(
         score, chunk_id = best[turn_id]
         around = [best[n][0] for n in neighbors.get(turn_id, ()) if n in best]
         if around:
-            score += share * max(around)
+            own = share
+            if length is not None and lengths is not None and lengths.get(turn_id, 0) > length:
+                own = share * length / lengths[turn_id]
+            score += own * max(around)
         ranked.append(RankedTurn(turn_id, chunk_id, score))
     ranked.sort(key=lambda r: (-r.score, -r.turn_id))
     return ranked

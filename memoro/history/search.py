@@ -55,6 +55,8 @@ class Evidence:
     keyword: dict[int, float] = field(default_factory=dict)
     semantic: dict[int, float] = field(default_factory=dict)
     neighbors: dict[int, list[int]] = field(default_factory=dict)
+    lengths: dict[int, int] = field(default_factory=dict)
+    """Each candidate's (and neighbour's) length in keyword terms."""
     warnings: list[str] = field(default_factory=list)
     coverage: float = 0.0
     """The share of the query the best keyword matches hold (``KeywordHits``)."""
@@ -107,7 +109,8 @@ def gather(
     candidates = {turn for _, turn, _ in keyword_hits} | {turn for _, turn, _ in semantic_hits}
     if not candidates:
         return Evidence(mode, warnings=warnings)
-    neighbors, chunk_turn = store.turn_context(user_id, sorted(candidates))
+    context = store.turn_context(user_id, sorted(candidates))
+    chunk_turn = context.chunk_turn
     semantic: dict[int, float] = {}
     if embedder is not None and scorer is not None and vector is not None:
         semantic = scorer.scores(chunk_turn)
@@ -121,7 +124,8 @@ def gather(
             found.warnings[:0] = [*warnings, INCOMPLETE]
             return found
     keyword = {chunk: score for chunk, _, score in keyword_hits}
-    found = Evidence(mode, candidates, chunk_turn, keyword, semantic, neighbors, warnings)
+    found = Evidence(mode, candidates, chunk_turn, keyword, semantic, context.neighbors)
+    found.lengths, found.warnings = context.lengths, warnings
     found.coverage = keyword_hits.coverage
     if scorer is not None and semantic_hits:
         found.semantic_best = semantic_hits[0][2]
@@ -161,6 +165,7 @@ def ordered(found: Evidence, **constants: float) -> list[RankedTurn]:
         found.neighbors,
         found.candidates,
         found.mode,
+        lengths=found.lengths,
         **constants,
     )
     if found.mode is not Mode.SEMANTIC:

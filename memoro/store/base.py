@@ -66,6 +66,17 @@ class BlockTransaction(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class TurnContext:
+    """Around some turns: each turn's neighbours in its conversation, the
+    chunks of the turns and their neighbours mapped to their turn, and how
+    many keyword terms each of those turns has."""
+
+    neighbors: dict[int, list[int]]
+    chunk_turn: dict[int, int]
+    lengths: dict[int, int]
+
+
 class KeywordHits(list[tuple[int, int, float]]):
     """Keyword search's best chunks, (chunk id, turn id, BM25 score) best
     first, and their ``coverage``: the largest share of the query that one
@@ -219,11 +230,9 @@ class SearchIndex(Protocol):
         """Score the user's chunks that have vectors from ``model``."""
         ...
 
-    def turn_context(
-        self, user_id: str, turn_ids: Sequence[int]
-    ) -> tuple[dict[int, list[int]], dict[int, int]]:
-        """Each turn's neighbours in its conversation, and the chunks of the
-        turns and their neighbours mapped to their turn."""
+    def turn_context(self, user_id: str, turn_ids: Sequence[int]) -> TurnContext:
+        """Each turn's neighbours in its conversation, the chunks of the
+        turns and their neighbours mapped to their turn, and their lengths."""
         ...
 
     def chunk_hits(

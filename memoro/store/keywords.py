@@ -7,6 +7,16 @@ Japanese and Korean are written without spaces, so each of their characters
 is a term, and a run of them in a query must match as a whole (all of its
 characters in one chunk). Any input is a valid query: only letters and
 digits are taken from it.
+
+The question of a turn (the user's message) is indexed twice: its words are
+terms of the chunk like any other, and again as question terms, scored on
+their own with their own document frequencies. A user's history is their
+own messages between long assistant replies; the words of a short message
+would otherwise weigh little beside the reply's many words, and a word the
+assistant writes often but the user rarely would weigh as little as the
+assistant's use makes it. The question part counts in full when the answer
+is much longer than the question and fades out as the two near each other,
+so a dialogue of equal turns scores as plain BM25.
 """
 
 from __future__ import annotations
@@ -164,6 +174,13 @@ B = 0.75
 """BM25's parameters, the same on every backend."""
 
 
+QUESTION_WEIGHT = 1.5
+"""How much the question's own match adds, relative to the chunk's BM25."""
+QUESTION_RATIO = 3.0
+"""The question part counts in full when the answer has many times more
+terms than it, and not at all once the answer has this many times as many
+(or fewer): ``1 - QUESTION_RATIO * question / answer``, clipped to 0..1."""
+
 COVERAGE_TOP = 20
 """How many of keyword search's best chunks are read for its coverage."""
 COVERAGE_MIN_CHUNKS = 20
@@ -177,12 +194,24 @@ def idf(chunks: int, containing: int) -> float:
     return math.log1p((chunks - containing + 0.5) / (containing + 0.5))
 
 
+def question_share(length: int, question_length: int) -> float:
+    """How much a chunk's question part counts (``QUESTION_RATIO``): the
+    chunk has ``length`` terms, ``question_length`` of them the question's."""
+    answer = length - question_length
+    if answer <= 0 or question_length <= 0:
+        return 0.0
+    return min(1.0, max(0.0, 1.0 - QUESTION_RATIO * question_length / answer))
+
+
 def bm25(found: Query, chunk: ChunkTerms, df: dict[int, int], chunks: int, avg: float) -> float:
-    """The score both backends give ``chunk`` for a query (each in its own
-    code: NumPy over in-memory postings, SQL over postings rows; tests hold
-    both to this): BM25 over the user's own statistics — ``df`` chunks of
-    ``chunks`` hold each term, ``avg`` terms long on average — plus, for each
-    group whose terms are all in the chunk, the sum of their weights."""
+    """The score the keyword index gives ``chunk`` for a query (tests hold
+    it to this): BM25 over the user's own statistics — ``df`` chunks of
+    ``chunks`` hold each term (and each question term), ``avg`` terms long
+    on average — plus, for each group whose terms are all in the chunk, the
+    sum of their weights, plus the question part's own match: its terms'
+    saturated counts (no length normalisation: a question is short) weighed
+    by their IDF among question terms, times ``QUESTION_WEIGHT`` and the
+    chunk's ``question_share``."""
     counts = dict(zip(chunk.ids.tolist(), chunk.counts.tolist(), strict=True))
     norm = K1 * (1 - B + B * chunk.length / max(avg, 1.0))
     score = 0.0
@@ -192,6 +221,11 @@ def bm25(found: Query, chunk: ChunkTerms, df: dict[int, int], chunks: int, avg: 
     for group in found.groups:
         if all(t in counts for t in group):
             score += sum(idf(chunks, df[t]) for t in group)
+    share = QUESTION_WEIGHT * question_share(chunk.length, chunk.question_length)
+    if share > 0:
+        for t in found.question_terms:
+            if t in counts:
+                score += share * idf(chunks, df[t]) * counts[t] * (K1 + 1) / (counts[t] + K1)
     return score
 
 
@@ -211,6 +245,13 @@ def _term(word: str) -> int:
     return int.from_bytes(digest, "little") >> 1  # fits int64 too
 
 
+@lru_cache(maxsize=200_000)
+def _question_term(word: str) -> int:
+    """The id of a (folded) word as a question term: another hash of its stem."""
+    key = b"question\x00" + stem(word).encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little") >> 1
+
+
 def _fold(text: str) -> str:
     decomposed = unicodedata.normalize("NFKD", text.casefold())
     bare = "".join(c for c in decomposed if not unicodedata.combining(c))
@@ -228,29 +269,54 @@ def _is_cjk(word: str) -> bool:
 
 @dataclass(frozen=True)
 class ChunkTerms:
-    """A chunk's terms with their counts, and its length in terms."""
+    """A chunk's terms with their counts (its question terms among them),
+    its length in terms and how many of those are the question's."""
 
     ids: npt.NDArray[np.int64]
     counts: npt.NDArray[np.int32]
     length: int
+    question_length: int = 0
 
     def pack(self) -> bytes:
         return self.ids.astype("<i8").tobytes() + self.counts.astype("<i4").tobytes()
 
     @classmethod
-    def unpack(cls, data: bytes, length: int) -> ChunkTerms:
+    def unpack(cls, data: bytes, length: int, question_length: int = 0) -> ChunkTerms:
         n = len(data) // 12
         ids = np.frombuffer(data, dtype="<i8", count=n)
         counts = np.frombuffer(data, dtype="<i4", count=n, offset=8 * n)
-        return cls(ids.astype(np.int64), counts.astype(np.int32), length)
+        return cls(ids.astype(np.int64), counts.astype(np.int32), length, question_length)
 
 
-def chunk_terms(text: str) -> ChunkTerms:
-    """What a chunk is indexed under."""
+def question_parts(question: str, chunks: list[str]) -> list[str]:
+    """The part of each of ``chunks`` that is ``question``'s text, where
+    ``chunks`` are the chunks of a turn's text (its question, then its
+    answer: ``history.chunking``) in order: empty for a chunk of the answer
+    alone, and for every chunk when they are not the question's turn's."""
+    asked = question.strip()
+    parts: list[str] = []
+    pos = 0
+    for piece in chunks:
+        while pos < len(asked) and asked[pos].isspace():
+            pos += 1
+        part = asked[pos : pos + len(piece)]
+        if not piece.startswith(part):
+            return [""] * len(chunks)
+        parts.append(part.rstrip())
+        pos += len(piece)
+    return parts
+
+
+def chunk_terms(text: str, question: str = "") -> ChunkTerms:
+    """What a chunk is indexed under; ``question`` is the part of ``text``
+    that is the turn's question (``question_parts``)."""
     found = Counter(_term(w) for w in words(text) if w not in STOPWORDS)
+    length = sum(found.values())
+    asked = Counter(_question_term(w) for w in words(question) if w not in STOPWORDS)
+    found.update(asked)
     ids = np.fromiter(found.keys(), dtype=np.int64, count=len(found))
     counts = np.fromiter(found.values(), dtype=np.int32, count=len(found))
-    return ChunkTerms(ids, counts, int(counts.sum()))
+    return ChunkTerms(ids, counts, length, sum(asked.values()))
 
 
 @dataclass(frozen=True)
@@ -260,6 +326,8 @@ class Query:
 
     terms: tuple[int, ...]
     groups: tuple[tuple[int, ...], ...]
+    question_terms: tuple[int, ...] = ()
+    """The same words as question terms (``chunk_terms``)."""
 
     def __bool__(self) -> bool:
         return bool(self.terms)
@@ -267,13 +335,15 @@ class Query:
 
 def query(text: str) -> Query:
     """The terms of a query; empty when it has no word to search for."""
-    terms: list[int] = []
+    terms: dict[int, int] = {}  # term: its question term
     groups: list[tuple[int, ...]] = []
     for piece in text.split():
         found = [w for w in words(piece) if w not in STOPWORDS]
         ids = [_term(w) for w in found]
-        terms += ids
+        for word, term in zip(found, ids, strict=True):
+            terms.setdefault(term, _question_term(word))
         if len(set(ids)) > 1:
             groups.append(tuple(dict.fromkeys(ids)))
-    unique = tuple(dict.fromkeys(terms))[:MAX_QUERY_TERMS]
-    return Query(unique, tuple(dict.fromkeys(groups)))
+    unique = tuple(terms)[:MAX_QUERY_TERMS]
+    asked = tuple(terms[t] for t in unique)
+    return Query(unique, tuple(dict.fromkeys(groups)), asked)

@@ -227,17 +227,29 @@ class SqlTurns(SqlQueue):
             if not finish(conn, job, worker):
                 return False
             row = conn.execute(
-                "SELECT t.indexed_at FROM turns t" + VISIBLE + " WHERE t.id = ? AND t.user_id = ?",
+                "SELECT t.indexed_at, t.question FROM turns t"
+                + VISIBLE
+                + " WHERE t.id = ? AND t.user_id = ?",
                 (turn_id, user_id),
             ).fetchone()
             if row is None or row["indexed_at"] is not None:
                 return True  # purged, deleted or already indexed: nothing to add
-            for ordinal, text in enumerate(chunks):
-                found = keywords.chunk_terms(text)
+            parts = keywords.question_parts(row["question"], list(chunks))
+            for ordinal, (text, part) in enumerate(zip(chunks, parts, strict=True)):
+                found = keywords.chunk_terms(text, part)
                 chunk_id = conn.execute(
-                    "INSERT INTO chunks (turn_id, user_id, ordinal, text, terms, length)"
-                    " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
-                    (turn_id, user_id, ordinal, text, self._terms(found), found.length),
+                    "INSERT INTO chunks"
+                    " (turn_id, user_id, ordinal, text, terms, length, question_length)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                    (
+                        turn_id,
+                        user_id,
+                        ordinal,
+                        text,
+                        self._terms(found),
+                        found.length,
+                        found.question_length,
+                    ),
                 ).fetchone()["id"]
                 if vectors is not None and model is not None:
                     self._insert_vectors(conn, chunk_id, user_id, model, vectors[ordinal])

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memoro.store import keywords
-from memoro.store.base import KeywordHits
+from memoro.store.base import KeywordHits, TurnContext
 from memoro.store.keywords import K1, B, Query
 from memoro.store.memory import saved
 from memoro.store.memory.budget import Budget, bulk_load, give_back_memory
@@ -178,6 +178,8 @@ class _UserIndex:
     turn: Ints = field(default_factory=lambda: np.zeros(0, np.int64))
     place: Ints = field(default_factory=lambda: np.zeros(0, np.int64))
     length: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, np.float32))
+    asked: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, np.float32))
+    """How many of each document's terms are its turn's question's."""
     conversations: dict[str, int] = field(default_factory=dict)
     # the main part: postings and lookups over documents [0, merged)
     merged: int = 0
@@ -194,23 +196,30 @@ class _UserIndex:
     tail_turn_docs: dict[int, list[int]] = field(default_factory=dict)
     tail_place_turn: dict[int, int] = field(default_factory=dict)
     norm: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, np.float32))
+    share: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, np.float32))
+    """What each document's question terms weigh (``keywords.question_share``)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def nbytes(self) -> int:
         arrays: list[npt.NDArray[np.generic]] = [self.chunk, self.turn, self.place, self.length]
-        arrays += [self.norm, self.by_turn, self.by_turn_key, self.by_place, self.by_place_key]
+        arrays += [self.asked, self.share, self.norm, self.by_turn, self.by_turn_key]
+        arrays += [self.by_place, self.by_place_key]
         arrays += [a for piece in self.tail for a in piece]
         entries = len(self.conversations) + len(self.tail_turn_docs) + len(self.tail_place_turn)
         postings = self.main.nbytes + self.tail_postings.nbytes
         return sum(a.nbytes for a in arrays) + postings + 100 * entries  # ~100 B a dict entry
 
-    def add(self, chunk: Ints, turn: Ints, place: Ints, length: Ints, piece: Piece) -> None:
-        """Documents (chunk id, turn id, place, length) and their postings."""
+    def add(
+        self, chunk: Ints, turn: Ints, place: Ints, length: Ints, asked: Ints, piece: Piece
+    ) -> None:
+        """Documents (chunk id, turn id, place, length, question length) and
+        their postings."""
         self.chunk = np.concatenate([self.chunk, chunk])
         self.turn = np.concatenate([self.turn, turn])
         self.place = np.concatenate([self.place, place])
         self.length = np.concatenate([self.length, length.astype(np.float32)])
+        self.asked = np.concatenate([self.asked, asked.astype(np.float32)])
         self.max_chunk = max(self.max_chunk, int(chunk.max()))
         self.tail.append(piece)
 
@@ -231,6 +240,10 @@ class _UserIndex:
         self.tail_postings = _Postings.build(list(self.tail))
         if n:
             self.norm = K1 * (1 - B + B * self.length / max(float(self.length.mean()), 1.0))
+            answer = self.length - self.asked
+            ratio = keywords.QUESTION_RATIO * self.asked / np.maximum(answer, 1.0)
+            share = np.where((answer > 0) & (self.asked > 0), np.clip(1.0 - ratio, 0.0, 1.0), 0.0)
+            self.share = (keywords.QUESTION_WEIGHT * share).astype(np.float32)
 
     def _merged(self) -> None:
         """Every document is in the main postings: sort the lookups."""
@@ -252,6 +265,7 @@ class _UserIndex:
                 "turn": self.turn[:m],
                 "place": self.place[:m],
                 "length": self.length[:m],
+                "asked": self.asked[:m],
                 "terms": self.main.terms,
                 "starts": self.main.starts,
                 "docs": self.main.docs,
@@ -265,6 +279,7 @@ class _UserIndex:
         self.turn = arrays["turn"].astype(np.int64, copy=False)
         self.place = arrays["place"].astype(np.int64, copy=False)
         self.length = arrays["length"].astype(np.float32, copy=False)
+        self.asked = arrays["asked"].astype(np.float32, copy=False)
         self.main = _Postings(
             arrays["terms"].astype(np.int64, copy=False),
             arrays["starts"].astype(np.int64, copy=False),
@@ -361,6 +376,13 @@ class KeywordIndex:
                 idf[term] = keywords.idf(n, docs.size)
                 weight = idf[term] * tfs * (K1 + 1) / (tfs + norm[docs])
                 scores += np.bincount(docs, weights=weight, minlength=n).astype(np.float32)
+            for asked in query.question_terms:
+                docs, counts = index.find(asked)
+                if docs.size:
+                    tfs = counts.astype(np.float32)
+                    weight = index.share[docs] * tfs * (K1 + 1) / (tfs + K1)
+                    weight *= keywords.idf(n, docs.size)
+                    scores += np.bincount(docs, weights=weight, minlength=n).astype(np.float32)
             for group in query.groups:
                 if not all(t in idf for t in group):
                     continue
@@ -382,11 +404,10 @@ class KeywordIndex:
                 _coverage(hits[: keywords.COVERAGE_TOP], postings),
             )
 
-    def context(
-        self, user_id: str, turn_ids: list[int]
-    ) -> tuple[dict[int, list[int]], dict[int, int]]:
-        """Each turn's indexed neighbours in its conversation, and the chunks
-        of the turns and their neighbours mapped to their turn."""
+    def context(self, user_id: str, turn_ids: list[int]) -> TurnContext:
+        """Each turn's indexed neighbours in its conversation, the chunks of
+        the turns and their neighbours mapped to their turn, and each of
+        those turns' length in terms (its chunks' together)."""
         index = self._fresh(user_id)
         with index.lock:
             docs, owner = index.docs_of(np.asarray(turn_ids, dtype=np.int64))
@@ -400,7 +421,10 @@ class KeywordIndex:
             every = np.unique(np.concatenate([known, before[before >= 0], after[after >= 0]]))
             docs, owner = index.docs_of(every)
             chunk_turn = dict(zip(index.chunk[docs].tolist(), owner.tolist(), strict=True))
-        return neighbors, chunk_turn
+            lengths: dict[int, int] = {}
+            for turn, length in zip(owner.tolist(), index.length[docs].tolist(), strict=True):
+                lengths[turn] = lengths.get(turn, 0) + int(length)
+        return TurnContext(neighbors, chunk_turn, lengths)
 
     def prepare(self, user_id: str) -> bool:
         """Bring the user's index up to date as a search would (a rebuild
@@ -503,6 +527,7 @@ class KeywordIndex:
                 turn,
                 turn_place[at],
                 np.array(batch.lengths, dtype=np.int64),
+                np.array(batch.question_lengths, dtype=np.int64),
                 unpack(batch.terms, batch.counts, len(index.chunk)),
             )
         alongside = read()
@@ -522,6 +547,7 @@ class KeywordIndex:
             np.array(new.turns, dtype=np.int64),
             np.array(places, dtype=np.int64),
             np.array(new.lengths, dtype=np.int64),
+            np.array(new.question_lengths, dtype=np.int64),
             unpack(new.terms, new.counts, len(index.chunk)),
         )
         index.settle()
@@ -587,5 +613,6 @@ def _pick(batch: ChunkRows, keep: list[int]) -> ChunkRows:
         [batch.terms[i] for i in keep],
         [batch.counts[i] for i in keep],
         [batch.lengths[i] for i in keep],
+        [batch.question_lengths[i] for i in keep],
         [batch.places[i] for i in keep] if batch.places else [],
     )

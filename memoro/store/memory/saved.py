@@ -35,7 +35,7 @@ PART_BYTES = 4 << 20
 keeps a statement's last bound value; libpq keeps its buffers at their
 largest) then never hold a whole copy."""
 
-FORMAT = 1
+FORMAT = 2
 """Bumped when what ``pack`` holds changes; a copy of another format is
 built again."""
 

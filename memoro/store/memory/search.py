@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager
 import numpy as np
 import numpy.typing as npt
 
-from memoro.store.base import KeywordHits
+from memoro.store.base import KeywordHits, TurnContext
 from memoro.store.keywords import query
 from memoro.store.memory.bm25 import KeywordIndex
 from memoro.store.memory.budget import Budget
@@ -69,10 +69,9 @@ class IndexedSearch:
         """Exact cosine similarity of ``query`` to every chunk of the user."""
         return self.vectors.scorer(user_id, model, query)
 
-    def turn_context(
-        self, user_id: str, turn_ids: Sequence[int]
-    ) -> tuple[dict[int, list[int]], dict[int, int]]:
+    def turn_context(self, user_id: str, turn_ids: Sequence[int]) -> TurnContext:
         """For each turn, the turns before and after it in its conversation,
-        and every chunk of those turns mapped to its turn (from the keyword
-        index, which holds every visible indexed chunk of the user)."""
+        every chunk of those turns mapped to its turn, and each such turn's
+        length in terms (from the keyword index, which holds every visible
+        indexed chunk of the user)."""
         return self.keywords.context(user_id, list(turn_ids))

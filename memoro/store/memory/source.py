@@ -20,7 +20,9 @@ Floats = npt.NDArray[np.float32]
 @dataclass(frozen=True)
 class ChunkRows:
     """Chunks with their packed keyword terms (``ChunkTerms.pack``): each
-    ``terms`` entry holds the 8-byte term ids, ``counts`` the 4-byte counts.
+    ``terms`` entry holds the 8-byte term ids, ``counts`` the 4-byte counts;
+    ``lengths`` and ``question_lengths`` count the chunk's terms and how
+    many of them are its turn's question's.
     ``places`` is (conversation id, seq) of each chunk's turn when read as
     new rows, else empty."""
 
@@ -29,15 +31,22 @@ class ChunkRows:
     terms: list[bytes]
     counts: list[bytes]
     lengths: list[int]
+    question_lengths: list[int]
     places: list[tuple[str, int]]
 
     @classmethod
     def of(cls, rows: Sequence[Sequence[Any]]) -> ChunkRows:
-        """Rows of (id, turn id, term ids, counts, length), optionally then
-        (conversation id, seq)."""
-        ids, turns, terms, counts, lengths, *place = (list(c) for c in zip(*rows, strict=True))
+        """Rows of (id, turn id, term ids, counts, length, question length),
+        optionally then (conversation id, seq)."""
+        ids, turns, terms, counts, lengths, asked, *place = (
+            list(c) for c in zip(*rows, strict=True)
+        )
         places = list(zip(place[0], place[1], strict=True)) if place else []
-        return cls(ids, turns, terms, counts, lengths, places)
+        return cls(ids, turns, terms, counts, lengths, asked, places)
+
+    @classmethod
+    def none(cls) -> ChunkRows:
+        return cls([], [], [], [], [], [], [])
 
 
 @dataclass(frozen=True)

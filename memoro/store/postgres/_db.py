@@ -15,7 +15,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from memoro.errors import MigrationError
-from memoro.store import keywords, migrations
+from memoro.store import backfill, keywords, migrations
 from memoro.store.dialect import Dialect
 
 JOBS_CHANNEL = "memoro_jobs"
@@ -94,6 +94,8 @@ def migrate(url: str, *, upto: int | None = None) -> None:
                     _backfill_keywords(conn)
                 elif migration.name == "search_in_memory":
                     _pack_terms(conn)
+                elif migration.name == "question_terms":
+                    _question_terms(conn)
 
             migrations.apply(conn, PG, run, upto=upto)
     except psycopg.Error as exc:
@@ -142,6 +144,17 @@ def _backfill_keywords(conn: PgConn) -> None:
         " GROUP BY c.user_id"
     )
     for table in _OWNED:
+        conn.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
+
+
+def _question_terms(conn: PgConn) -> None:
+    """Question terms for chunks indexed before migration 19, and no saved
+    index copy without them (the owner reads and writes every user)."""
+    for table in ("turns", "chunks", "search_indexes"):
+        conn.execute(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY")
+    backfill.question_terms(conn)
+    conn.execute("DELETE FROM search_indexes")
+    for table in ("turns", "chunks", "search_indexes"):
         conn.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
 
 

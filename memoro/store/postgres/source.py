@@ -86,7 +86,8 @@ class PgSnapshot:
     def chunks(self) -> Iterator[ChunkRows]:
         with self._conn.cursor("memoro_chunks", row_factory=tuple_row, binary=True) as cursor:
             cursor.execute(
-                f"SELECT c.id, c.turn_id, {_SPLIT}, c.length FROM chunks c WHERE c.user_id = %s",
+                f"SELECT c.id, c.turn_id, {_SPLIT}, c.length, c.question_length FROM chunks c"
+                " WHERE c.user_id = %s",
                 (self._user,),
             )
             while rows := cursor.fetchmany(_FETCH):
@@ -94,13 +95,14 @@ class PgSnapshot:
 
     def new_chunks(self, after: int) -> ChunkRows:
         rows = self._rows(
-            f"SELECT c.id, c.turn_id, {_SPLIT}, c.length, t.conversation_id, t.seq FROM chunks c"
+            f"SELECT c.id, c.turn_id, {_SPLIT}, c.length, c.question_length, t.conversation_id,"
+            " t.seq FROM chunks c"
             " JOIN turns t ON t.user_id = c.user_id AND t.id = c.turn_id"
             " JOIN conversations cv ON cv.user_id = t.user_id AND cv.id = t.conversation_id"
             " WHERE c.user_id = %s AND c.id > %s AND cv.deleted_at IS NULL ORDER BY c.id",
             (self._user, after),
         )
-        return ChunkRows.of(rows) if rows else ChunkRows([], [], [], [], [], [])
+        return ChunkRows.of(rows) if rows else ChunkRows.none()
 
     def vectors(self, model: str, after: int) -> Iterator[VectorRows]:
         # a deletion removes the conversation's vectors in its transaction,

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from memoro.errors import DiskFull, MigrationError, StoreError
-from memoro.store import migrations
+from memoro.store import backfill, migrations
 from memoro.store.dialect import Dialect
 
 log = logging.getLogger("memoro.store")
@@ -131,6 +131,8 @@ class Database:
         def run(migration: migrations.Migration) -> None:
             for statement in _statements(migration.sql):
                 conn.execute(statement)
+            if migration.name == "question_terms":
+                backfill.question_terms(conn)
 
         with self.write() as conn:
             migrations.apply(conn, SQLITE, run, where=str(self.path))

@@ -28,9 +28,10 @@ _SPLIT = (
     "coalesce(substr(terms, 1, length(terms) / 3 * 2), x''),"
     " coalesce(substr(terms, length(terms) / 3 * 2 + 1), x'')"
 )
-_CHUNKS = f"SELECT id, turn_id, {_SPLIT}, length FROM chunks WHERE user_id = ?"
+_CHUNKS = f"SELECT id, turn_id, {_SPLIT}, length, question_length FROM chunks WHERE user_id = ?"
 _NEW_CHUNKS = (
-    f"SELECT c.id, c.turn_id, {_SPLIT}, c.length, t.conversation_id, t.seq FROM chunks c"
+    f"SELECT c.id, c.turn_id, {_SPLIT}, c.length, c.question_length, t.conversation_id, t.seq"
+    " FROM chunks c"
     " JOIN turns t ON t.id = c.turn_id"
     " JOIN conversations cv ON cv.user_id = t.user_id AND cv.id = t.conversation_id"
     " WHERE c.id > ? AND +c.user_id = ? AND cv.deleted_at IS NULL"
@@ -83,7 +84,7 @@ class SqliteSnapshot:
 
     def new_chunks(self, after: int) -> ChunkRows:
         rows = self._conn.execute(_NEW_CHUNKS, (after, self._user)).fetchall()
-        return ChunkRows.of(rows) if rows else ChunkRows([], [], [], [], [], [])
+        return ChunkRows.of(rows) if rows else ChunkRows.none()
 
     def vectors(self, model: str, after: int) -> Iterator[VectorRows]:
         if after == 0:

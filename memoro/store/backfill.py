@@ -1,0 +1,55 @@
+"""Stored keyword terms computed again for chunks an earlier memoro indexed:
+the Python half of a migration that changes what a chunk is indexed under
+(term ids are hashes computed in Python, so SQL alone cannot), the same on
+both backends."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from memoro.store import keywords
+
+BATCH = 500
+"""Turns read at a time."""
+
+
+class _Conn(Protocol):
+    def execute(self, sql: str, params: Any = ...) -> Any: ...
+
+
+def question_terms(conn: _Conn) -> int:
+    """Give every indexed chunk that holds part of its turn's question its
+    question terms and ``question_length`` (migration ``question_terms``);
+    how many chunks changed. Read user by user, a batch of turns at a time,
+    along the indexes on (user, turn)."""
+    changed = 0
+    users = [r["user_id"] for r in conn.execute("SELECT DISTINCT user_id FROM turns").fetchall()]
+    for user_id in users:
+        after = 0
+        while turns := conn.execute(
+            "SELECT id, question FROM turns WHERE user_id = ? AND id > ?"
+            " AND indexed_at IS NOT NULL ORDER BY id LIMIT ?",
+            (user_id, after, BATCH),
+        ).fetchall():
+            after = turns[-1]["id"]
+            marks = ",".join("?" * len(turns))
+            chunks: dict[int, list[tuple[int, str]]] = {}
+            for row in conn.execute(
+                f"SELECT id, turn_id, text FROM chunks WHERE user_id = ? AND turn_id IN ({marks})"
+                " ORDER BY turn_id, ordinal",
+                (user_id, *(t["id"] for t in turns)),
+            ).fetchall():
+                chunks.setdefault(row["turn_id"], []).append((row["id"], row["text"]))
+            for turn in turns:
+                mine = chunks.get(turn["id"], [])
+                parts = keywords.question_parts(turn["question"], [text for _, text in mine])
+                for (chunk_id, text), part in zip(mine, parts, strict=True):
+                    if part:
+                        found = keywords.chunk_terms(text, part)
+                        conn.execute(
+                            "UPDATE chunks SET terms = ?, question_length = ?"
+                            " WHERE user_id = ? AND id = ?",
+                            (found.pack(), found.question_length, user_id, chunk_id),
+                        )
+                        changed += 1
+    return changed
