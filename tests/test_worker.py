@@ -12,7 +12,9 @@ import sys
 import time
 from pathlib import Path
 
-from memoro.history.worker import MAX_ATTEMPTS, Worker
+import pytest
+
+from memoro.history.worker import MAX_ATTEMPTS, Worker, cgroup_cpu_limit, usable_cores
 from memoro.models import JobStatus
 from memoro.service import Memoro
 from memoro.settings import Settings
@@ -161,3 +163,27 @@ def test_closing_finishes_the_job_in_hand(tmp_path: Path) -> None:
     assert reopened.conversation_turns("ann", "c")[0].indexed
     assert [h.turn_id for h in reopened.search("ann", "slow turn")] == [recorded.turn_id]
     reopened.close()
+
+
+@pytest.mark.parametrize(
+    ("files", "limit"),
+    [
+        ({"cpu.max": "150000 100000\n"}, 2),  # cgroup v2: 1.5 CPUs round up
+        ({"cpu.max": "max 100000\n"}, None),
+        ({"cpu/cpu.cfs_quota_us": "100000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 1),  # v1
+        ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),
+        ({"cpu.max": "garbage\n"}, None),
+        ({}, None),
+    ],
+)
+def test_index_threads_follow_a_containers_cpu_limit(
+    tmp_path: Path, files: dict[str, str], limit: int | None
+) -> None:
+    """A container limited to fewer CPUs than the host's (``--cpus``) indexes
+    on that many threads, not on one per host core."""
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert cgroup_cpu_limit(tmp_path) == limit
+    cores = usable_cores(tmp_path)
+    assert cores == min(len(os.sched_getaffinity(0)), limit or 10**6)

@@ -32,6 +32,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -59,12 +60,38 @@ T = TypeVar("T")
 Floats = npt.NDArray[np.float32]
 
 
-def usable_cores() -> int:
-    """The CPU cores this process may run on (its affinity, not the host's)."""
+CGROUP = Path("/sys/fs/cgroup")
+
+
+def usable_cores(cgroup: Path = CGROUP) -> int:
+    """The CPU cores this process may use: those it may run on (its
+    affinity, not the host's count), at most its cgroup's CPU limit rounded
+    up (a container started with ``--cpus 2`` on a 16-core host uses 2)."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    limit = cgroup_cpu_limit(cgroup)
+    return max(1, min(cores, limit)) if limit is not None else cores
+
+
+def cgroup_cpu_limit(cgroup: Path = CGROUP) -> int | None:
+    """The CPU limit of the cgroup mounted at ``cgroup`` (a container's
+    own), in whole cores rounded up; None without one. cgroup v2 keeps it
+    in ``cpu.max`` ("200000 100000", or "max 100000" for none), v1 in
+    ``cpu/cpu.cfs_quota_us`` and ``cpu/cpu.cfs_period_us`` (-1: none)."""
+    try:
+        v2 = cgroup / "cpu.max"
+        if v2.is_file():
+            quota, period = v2.read_text().split()[:2]
+        else:
+            quota = (cgroup / "cpu" / "cpu.cfs_quota_us").read_text().strip()
+            period = (cgroup / "cpu" / "cpu.cfs_period_us").read_text().strip()
+        if quota in ("max", "-1") or int(period) <= 0:
+            return None
+        return max(1, -(-int(quota) // int(period)))
+    except (OSError, ValueError):
+        return None
 
 
 def backoff(attempts: int) -> float:
