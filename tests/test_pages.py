@@ -165,6 +165,28 @@ def test_titles_previews_and_hits_are_shown_as_text(page: Page, url: str, servic
     assert page.locator("img").count() == 0
 
 
+def test_an_opened_conversations_answers_read_as_markdown_and_stay_safe(
+    page: Page, url: str, service: Memoro
+) -> None:
+    """The assistant's answers on the Conversations page read as they did in
+    Chat (the same safe Markdown); the user's words stay as typed."""
+    answer = (
+        "**Kyoto** first:\n\n- Fushimi Inari\n- Kinkaku-ji\n\n"
+        '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
+    )
+    service.record_turn(USER, "trip", "Plan **my** trip", answer)
+    open_conversations(page, url)
+    page.locator("li[data-id='trip']").get_by_role("button", name="Open").click()
+    turn = page.locator("#turn-list > li")
+    expect(turn.locator(".answer strong")).to_have_text("Kyoto")
+    expect(turn.locator(".answer ul > li")).to_have_text(["Fushimi Inari", "Kinkaku-ji"])
+    expect(turn).to_contain_text("You: Plan **my** trip")
+    expect(turn.locator(".answer")).to_contain_text("<script>window.__xss=2</script>")
+    assert page.evaluate("window.__xss") is None
+    assert page.locator("#turn-list img, #turn-list script").count() == 0
+    shot(page, "conversations-markdown")
+
+
 def open_memory(page: Page, url: str) -> None:
     page.goto(f"{url}/memory")
     expect(page.locator("body")).to_have_attribute("data-ready", "true")

@@ -1,6 +1,7 @@
 // The Conversations page: a page of conversations at a time (Show more),
 // search over past conversations, open one beside the list, delete; import.
 import { call, csrf, errorMessage, el } from "./api.js";
+import { render } from "./markdown.js";
 
 const PAGE = 25;
 const list = document.getElementById("list");
@@ -90,7 +91,12 @@ async function open(id, turnId = null) {
     item.dataset.turnId = turn.id;
     item.append(el("div", "meta", new Date(turn.at).toLocaleString()));
     if (turn.question) item.append(el("div", "turn-text", `You: ${turn.question}`));
-    if (turn.answer) item.append(el("div", "turn-text", `Assistant: ${turn.answer}`));
+    if (turn.answer) {
+      // the assistant's words, as on the Chat page: Markdown made safe, never HTML
+      const answer = el("div", "answer");
+      answer.append(render(turn.answer));
+      item.append(el("div", "who", "Assistant:"), answer);
+    }
     if (turn.id === turnId) { item.classList.add("found"); target = item; }
     items.append(item);
   }
