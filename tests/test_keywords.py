@@ -3,6 +3,7 @@ matched as a group."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -79,5 +80,7 @@ def test_the_question_counts_as_the_answer_outgrows_it() -> None:
     share = keywords.question_share
     assert share(40, 10) == 0.0  # answer 30 terms: three times the question
     assert share(10 + 60, 10) == 0.5
-    assert share(10 + 300, 10) == 0.9
+    assert share(10 + 300, 10) == pytest.approx(0.9)
     assert share(10, 10) == 0.0 and share(10, 0) == 0.0  # no answer, no question
+    index = share([40, 70, 310, 10, 10], [10, 10, 10, 10, 0])  # an index's at once
+    assert index.tolist() == pytest.approx([0.0, 0.5, 0.9, 0.0, 0.0])

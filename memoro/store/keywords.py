@@ -194,13 +194,17 @@ def idf(chunks: int, containing: int) -> float:
     return math.log1p((chunks - containing + 0.5) / (containing + 0.5))
 
 
-def question_share(length: int, question_length: int) -> float:
+def question_share(
+    length: npt.ArrayLike, question_length: npt.ArrayLike
+) -> npt.NDArray[np.float64]:
     """How much a chunk's question part counts (``QUESTION_RATIO``): the
-    chunk has ``length`` terms, ``question_length`` of them the question's."""
-    answer = length - question_length
-    if answer <= 0 or question_length <= 0:
-        return 0.0
-    return min(1.0, max(0.0, 1.0 - QUESTION_RATIO * question_length / answer))
+    chunk has ``length`` terms, ``question_length`` of them the question's
+    (numbers, or arrays of them: one chunk or a whole index at once)."""
+    total = np.asarray(length, dtype=np.float64)
+    asked = np.asarray(question_length, dtype=np.float64)
+    answer = total - asked
+    share = np.clip(1.0 - QUESTION_RATIO * asked / np.maximum(answer, 1.0), 0.0, 1.0)
+    return np.where((answer > 0) & (asked > 0), share, 0.0)
 
 
 def bm25(found: Query, chunk: ChunkTerms, df: dict[int, int], chunks: int, avg: float) -> float:
@@ -221,7 +225,7 @@ def bm25(found: Query, chunk: ChunkTerms, df: dict[int, int], chunks: int, avg: 
     for group in found.groups:
         if all(t in counts for t in group):
             score += sum(idf(chunks, df[t]) for t in group)
-    share = QUESTION_WEIGHT * question_share(chunk.length, chunk.question_length)
+    share = QUESTION_WEIGHT * float(question_share(chunk.length, chunk.question_length))
     if share > 0:
         for t in found.question_terms:
             if t in counts:

@@ -240,9 +240,7 @@ class _UserIndex:
         self.tail_postings = _Postings.build(list(self.tail))
         if n:
             self.norm = K1 * (1 - B + B * self.length / max(float(self.length.mean()), 1.0))
-            answer = self.length - self.asked
-            ratio = keywords.QUESTION_RATIO * self.asked / np.maximum(answer, 1.0)
-            share = np.where((answer > 0) & (self.asked > 0), np.clip(1.0 - ratio, 0.0, 1.0), 0.0)
+            share = keywords.question_share(self.length, self.asked)
             self.share = (keywords.QUESTION_WEIGHT * share).astype(np.float32)
 
     def _merged(self) -> None:
