@@ -232,6 +232,30 @@ def test_a_database_from_a_newer_memoro_is_refused(tmp_path: Path) -> None:
         SqliteStore(tmp_path / "memoro.db")
 
 
+def test_opening_waits_for_another_process_upgrading_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A migration that computes every chunk's terms again holds the write
+    lock for minutes; a process opening the file meanwhile waits for it,
+    past the busy timeout, instead of failing."""
+    import threading
+
+    from memoro.store.sqlite import _db
+
+    path = tmp_path / "memoro.db"
+    SqliteStore(path).close()
+    monkeypatch.setattr(_db, "BUSY_TIMEOUT", 0.2)
+    monkeypatch.setattr(_db, "MIGRATION_WAIT", 20.0)
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")  # as the upgrading process does
+    threading.Timer(1.0, lambda: holder.execute("COMMIT")).start()
+    started = time.monotonic()
+    SqliteStore(path).close()
+    assert time.monotonic() - started >= 0.9
+    assert "waiting for another memoro process to upgrade" in caplog.text
+    holder.close()
+
+
 def _question_corpus() -> list[tuple[str, str, str]]:
     """(conversation, question, answer): short questions naming things once,
     long answers naming them often, so the question's own terms matter."""

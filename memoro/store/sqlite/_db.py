@@ -8,6 +8,7 @@ import json
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -18,6 +19,11 @@ from memoro.store import backfill, migrations
 from memoro.store.dialect import Dialect
 
 log = logging.getLogger("memoro.store")
+
+BUSY_TIMEOUT = 30.0
+"""Seconds a statement waits for another connection's lock."""
+MIGRATION_WAIT = 3600.0
+"""Seconds a process opening the file waits for another one's migration."""
 
 _PRAGMAS = (
     "PRAGMA journal_mode = WAL",
@@ -75,7 +81,7 @@ class Database:
             return conn
         try:
             conn = sqlite3.connect(
-                self.path, timeout=30.0, isolation_level=None, check_same_thread=False
+                self.path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
             )
             conn.row_factory = sqlite3.Row
             for pragma in _PRAGMAS:
@@ -132,10 +138,27 @@ class Database:
             for statement in _statements(migration.sql):
                 conn.execute(statement)
             if migration.name == "question_terms":
-                backfill.question_terms(conn)
+                backfill.question_terms(conn, by_user=False)
 
-        with self.write() as conn:
-            migrations.apply(conn, SQLITE, run, where=str(self.path))
+        # another process may be upgrading the file (a migration that
+        # computes every chunk's terms again holds the write lock for
+        # minutes): wait for it rather than fail after the busy timeout
+        deadline = time.monotonic() + MIGRATION_WAIT
+        waited = False
+        while True:
+            try:
+                with self.write() as conn:
+                    migrations.apply(conn, SQLITE, run, where=str(self.path))
+                return
+            except StoreError as exc:
+                locked = isinstance(exc.__cause__, sqlite3.OperationalError) and (
+                    "locked" in str(exc.__cause__)
+                )
+                if not locked or time.monotonic() > deadline:
+                    raise
+                if not waited:
+                    log.warning("waiting for another memoro process to upgrade %s", self.path)
+                    waited = True
 
 
 def _statements(script: str) -> Iterator[str]:
