@@ -64,7 +64,9 @@ def _record(service: Memoro, first: int, count: int) -> None:
     words = ("heron", "lake", "kestrel", "blue", "boat", "order", "4471", "reed")
     for i in range(first, first + count):
         text = " ".join(words[(i * k) % len(words)] for k in range(1, 6))
-        service.store.record_turns(USER, [NewTurn(f"c{i % 5}", f"{text} {i}", f"noted {i}")])
+        # every other answer long enough that its question's own terms count
+        answer = f"noted {i}" + " and the reply goes on at length" * 10 * (i % 2)
+        service.store.record_turns(USER, [NewTurn(f"c{i % 5}", f"{text} {i}", answer)])
     service.index_pending()
 
 
