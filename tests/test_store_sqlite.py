@@ -304,20 +304,31 @@ def test_migration_10_gives_older_chunks_their_question_terms(tmp_path: Path) ->
     raw.commit()
     raw.close()
     migrated = Memoro(SqliteStore(old), Settings(home=tmp_path), embedder=None, worker=False)
-    expected = Memoro(
-        SqliteStore(tmp_path / "new.db"), Settings(home=tmp_path), embedder=None, worker=False
-    )
-    for conversation, question, answer in corpus:
-        expected.record_turn("ann", conversation, question, answer)
-    expected.index_pending()
-    for query in ["Lisbon", "sister Porto", "trams", "weekend Madrid sights"]:
-        mine = migrated.store.keyword_search("ann", query, 50)
-        theirs = expected.store.keyword_search("ann", query, 50)
-        assert [score for _, _, score in mine] == pytest.approx([s for _, _, s in theirs])
-        assert [turn for _, turn, _ in mine] == [turn for _, turn, _ in theirs]
+    ranks_as_indexed_today(migrated, tmp_path)
     lisbon = migrated.store.keyword_search("ann", "Lisbon", 1)
     assert lisbon[0][1] == 1  # the user's own mention first, not the trams reply
     migrated.close()
+
+
+def ranks_as_indexed_today(migrated: Memoro, tmp_path: Path) -> None:
+    """``migrated``, holding ``_question_corpus`` as an earlier memoro indexed
+    it, ranks ann's chunks as the same turns indexed today: the same scores
+    for the same texts, in the same order."""
+    expected = Memoro(
+        SqliteStore(tmp_path / "today.db"), Settings(home=tmp_path), embedder=None, worker=False
+    )
+    for conversation, question, answer in _question_corpus():
+        expected.record_turn("ann", conversation, question, answer)
+    expected.index_pending()
+    for query in ["Lisbon", "sister Porto", "trams", "weekend Madrid sights"]:
+        found = []
+        for memoro in (migrated, expected):
+            hits = memoro.store.keyword_search("ann", query, 50)
+            texts = memoro.store.chunk_hits("ann", [c for c, _, _ in hits])
+            found.append(([score for _, _, score in hits], [texts[c][3] for c, _, _ in hits]))
+        (mine, my_texts), (theirs, their_texts) = found
+        assert mine == pytest.approx(theirs)
+        assert my_texts == their_texts
     expected.close()
 
 

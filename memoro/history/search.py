@@ -124,8 +124,16 @@ def gather(
             found.warnings[:0] = [*warnings, INCOMPLETE]
             return found
     keyword = {chunk: score for chunk, _, score in keyword_hits}
-    found = Evidence(mode, candidates, chunk_turn, keyword, semantic, context.neighbors)
-    found.lengths, found.warnings = context.lengths, warnings
+    found = Evidence(
+        mode,
+        candidates,
+        chunk_turn,
+        keyword,
+        semantic,
+        neighbors=context.neighbors,
+        lengths=context.lengths,
+        warnings=warnings,
+    )
     found.coverage = keyword_hits.coverage
     if scorer is not None and semantic_hits:
         found.semantic_best = semantic_hits[0][2]

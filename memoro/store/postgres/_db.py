@@ -4,6 +4,7 @@ wrapper that runs ``?``-placeholder SQL, and the migration runner."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -90,12 +91,9 @@ def migrate(url: str, *, upto: int | None = None) -> None:
 
             def run(migration: migrations.Migration) -> None:
                 raw.execute(migration.sql.encode())
-                if migration.name == "keywords":
-                    _backfill_keywords(conn)
-                elif migration.name == "search_in_memory":
-                    _pack_terms(conn)
-                elif migration.name == "question_terms":
-                    _question_terms(conn)
+                if migration.name in _STEPS:
+                    step, tables = _STEPS[migration.name]
+                    _across_users(conn, tables, step)
 
             migrations.apply(conn, PG, run, upto=upto)
     except psycopg.Error as exc:
@@ -105,14 +103,21 @@ def migrate(url: str, *, upto: int | None = None) -> None:
 _OWNED = ("conversations", "turns", "chunks", "postings", "vectors")
 
 
+def _across_users(conn: PgConn, tables: tuple[str, ...], step: Callable[[PgConn], None]) -> None:
+    """Run a migration's Python ``step`` over every user's rows of ``tables``:
+    the owner of FORCE'd tables is held by their policies, so that is lifted
+    for the step and put back, inside the migration's transaction."""
+    for table in tables:
+        conn.execute(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY")
+    step(conn)
+    for table in tables:
+        conn.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
+
+
 def _backfill_keywords(conn: PgConn) -> None:
     """Terms, postings and per-user statistics for chunks indexed before
     migration 3 (term ids are computed in Python, so SQL alone cannot); the
     vectors of deleted conversations go, as a deletion now does at once."""
-    # The owner of FORCE'd tables is held by their policies; lift that for
-    # this transaction only, so the backfill reads and writes every user.
-    for table in _OWNED:
-        conn.execute(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY")
     rows = conn.execute(
         "SELECT c.id, c.user_id, c.text, cv.deleted_at IS NULL AS visible FROM chunks c"
         " JOIN turns t ON t.id = c.turn_id"
@@ -143,19 +148,13 @@ def _backfill_keywords(conn: PgConn) -> None:
         " JOIN conversations cv ON cv.user_id = t.user_id AND cv.id = t.conversation_id"
         " GROUP BY c.user_id"
     )
-    for table in _OWNED:
-        conn.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
 
 
 def _question_terms(conn: PgConn) -> None:
     """Question terms for chunks indexed before migration 19, and no saved
-    index copy without them (the owner reads and writes every user)."""
-    for table in ("turns", "chunks", "search_indexes"):
-        conn.execute(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY")
+    index copy without them."""
     backfill.question_terms(conn)
     conn.execute("DELETE FROM search_indexes")
-    for table in ("turns", "chunks", "search_indexes"):
-        conn.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
 
 
 def _lists(found: keywords.ChunkTerms) -> tuple[list[int], list[int]]:
@@ -168,7 +167,6 @@ _PACK_BATCH = 1000
 def _pack_terms(conn: PgConn) -> None:
     """Every chunk's terms packed as SQLite packs them (migration 12):
     computed from the text again, so both backends hold the same bytes."""
-    conn.execute("ALTER TABLE chunks NO FORCE ROW LEVEL SECURITY")
     after = 0
     while rows := conn.execute(
         "SELECT id, text FROM chunks WHERE id > ? ORDER BY id LIMIT ?", (after, _PACK_BATCH)
@@ -181,4 +179,12 @@ def _pack_terms(conn: PgConn) -> None:
         )
         after = rows[-1]["id"]
     conn.execute("ALTER TABLE chunks ALTER COLUMN terms SET NOT NULL")
-    conn.execute("ALTER TABLE chunks FORCE ROW LEVEL SECURITY")
+
+
+_STEPS: dict[str, tuple[Callable[[PgConn], None], tuple[str, ...]]] = {
+    "keywords": (_backfill_keywords, _OWNED),
+    "search_in_memory": (_pack_terms, ("chunks",)),
+    "question_terms": (_question_terms, ("turns", "chunks", "search_indexes")),
+}
+"""The migrations with a step in Python (term ids are computed in Python,
+so SQL alone cannot), and the tables each reads and writes for every user."""
