@@ -97,6 +97,25 @@ def test_a_change_made_elsewhere_is_caught_and_save_again_overwrites(
     assert service.read_block(USER).text == "Name: Ann\nCity: Oslo"  # type: ignore[union-attr]
 
 
+def test_a_conflict_hides_the_previous_saves_changes(page: Page, url: str, service: Memoro) -> None:
+    """S3: once the block changed elsewhere, the last save's diff no longer
+    describes the server's copy, so only the conflict box is shown."""
+    service.write_block(USER, "Name: Ann", writer="user")
+    open_memory(page, url)
+    page.locator("#block").fill("Name: Annie")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#changes")).to_contain_text("+ Name: Annie")
+    page.locator("#block").fill("Name: Annie\nCity: Oslo")
+    service.write_block(USER, "Name: Annie\nTracker: ann@example.com", writer="model")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#status")).to_contain_text("Memory was changed elsewhere.")
+    expect(page.locator("#conflict")).to_contain_text("+ Tracker: ann@example.com")
+    expect(page.locator("#changes")).to_be_hidden()
+    page.get_by_role("button", name="Save again").click()
+    expect(page.locator("#status")).to_have_text("Saved.")
+    expect(page.locator("#changes")).to_contain_text("− Tracker: ann@example.com")
+
+
 def test_load_server_copy_discards_the_edits(page: Page, url: str, service: Memoro) -> None:
     service.write_block(USER, "original", writer="user")
     open_memory(page, url)

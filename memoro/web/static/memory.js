@@ -128,6 +128,7 @@ async function whoChanged() {
 // other writer changed, keep the edits, and let the next Save overwrite.
 async function conflict(serverBlock, serverEtag) {
   conflictEtag = serverEtag;
+  showLines([], []);  // the last save's diff no longer describes the server's copy
   const diff = lineDiff(startContent, serverBlock);
   const shown = document.getElementById("conflict-lines");
   shown.replaceChildren();
