@@ -7,6 +7,7 @@ Chat page is there only with a model, sends on Enter and streams."""
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -437,12 +438,13 @@ def test_search_names_every_hit_by_its_conversation_and_marks_the_words(
 
 
 def test_a_query_with_markup_is_marked_as_text(page: Page, url: str, service: Memoro) -> None:
-    service.record_turn(USER, "c", "about <b>bold</b> tags", "ok")
+    service.record_turn(USER, "c", "a question", "about <b>bold</b> tags")
     service.index_pending()
     open_conversations(page, url)
     page.get_by_role("searchbox").fill("<b>bold</b>")
     page.get_by_role("searchbox").press("Enter")
     expect(page.locator("#hits .hit-text")).to_contain_text("about <b>bold</b> tags")
+    expect(page.locator("#hits .hit-text mark")).to_have_text(["bold"])
     assert page.locator("#hits b").count() == 0
 
 
@@ -506,3 +508,143 @@ def test_the_memory_page_reads_well_from_empty_to_refused(
     page.get_by_role("button", name="Save").click()
     expect(page.locator("#conflict")).to_contain_text("by you or an app acting for you")
     assert failed == []  # the favicon included
+
+
+def test_search_hits_read_as_markdown_with_the_words_marked_and_html_as_text(
+    page: Page, url: str, service: Memoro
+) -> None:
+    """A hit reads as the opened conversation does (the same safe Markdown),
+    the query's words still marked, and the question the heading already
+    shows is not repeated under it."""
+    service.record_turn(
+        USER,
+        "lisbon",
+        "Where should I go in Lisbon?",
+        "The **Gulbenkian** museum.\n\n- its `garden`\n- its café\n\n"
+        '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script> Gulbenkian',
+    )
+    service.index_pending()
+    open_conversations(page, url)
+    page.get_by_role("searchbox").fill("Gulbenkian garden")
+    page.get_by_role("searchbox").press("Enter")
+    hit = page.locator("#hits > li").first
+    expect(hit.locator(".hit-head .title")).to_have_text("Where should I go in Lisbon?")
+    text = hit.locator(".hit-text")
+    expect(text.locator("strong")).to_have_text("Gulbenkian")
+    expect(text.locator("strong mark")).to_have_text("Gulbenkian")
+    expect(text.locator("code mark")).to_have_text("garden")
+    expect(text.locator("ul > li")).to_have_count(2)
+    expect(text).not_to_contain_text("**")
+    expect(text).not_to_contain_text("`")
+    expect(text).not_to_contain_text("Where should I go")  # the heading says it
+    expect(text).to_contain_text('<img src=x onerror="window.__xss=1">')
+    expect(text.locator("mark")).to_have_count(3)
+    assert page.evaluate("window.__xss") is None
+    assert page.locator("#hits img, #hits script").count() == 0
+
+
+def test_a_hit_in_a_later_turn_keeps_its_own_question(
+    page: Page, url: str, service: Memoro
+) -> None:
+    service.record_turn(USER, "trip", "Plan my trip to Kyoto", "Temples first.")
+    service.record_turn(USER, "trip", "And the ryokan?", "One near Gion.")
+    service.index_pending()
+    open_conversations(page, url)
+    page.get_by_role("searchbox").fill("ryokan")
+    page.get_by_role("searchbox").press("Enter")
+    hit = page.locator("#hits > li").first
+    expect(hit.locator(".title")).to_have_text("Plan my trip to Kyoto")
+    expect(hit.locator(".hit-text")).to_contain_text("And the ryokan?")
+
+
+def test_a_conversations_title_opens_it_in_the_list_and_in_the_hits(
+    page: Page, url: str, service: Memoro
+) -> None:
+    service.record_turn(USER, "trip", "Plan my trip to Kyoto", "Temples first.")
+    service.record_turn(USER, "trip", "And the ryokan?", "One near Gion.")
+    service.record_turn(USER, "work", "Quarterly report outline", "Sections A to D.")
+    service.index_pending()
+    open_conversations(page, url)
+    page.locator("li[data-id='trip'] .title").click()
+    expect(page.locator("#turns-title")).to_have_text("Plan my trip to Kyoto")
+    expect(page.locator("#turn-list > li")).to_have_count(2)
+    page.get_by_role("searchbox").fill("ryokan")
+    page.get_by_role("searchbox").press("Enter")
+    page.locator("#hits > li .title").first.click()
+    expect(page.locator("#turn-list li.found")).to_contain_text("And the ryokan?")
+
+
+def test_open_and_delete_stay_on_one_line_on_a_phone(page: Page, url: str, many: Memoro) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    open_conversations(page, url)
+    rows = page.locator("#list li[data-id]")
+    expect(rows).to_have_count(25)
+    tops = page.evaluate(
+        """() => [...document.querySelectorAll('#list li[data-id]')].map(row => [
+             row.querySelector('button:not(.danger)').getBoundingClientRect().top,
+             row.querySelector('button.danger').getBoundingClientRect().top])"""
+    )
+    assert all(open_top == delete_top for open_top, delete_top in tops), tops
+
+
+def test_a_conversation_of_one_day_shows_that_day_once(
+    page: Page, url: str, service: Memoro
+) -> None:
+    day = datetime(2026, 4, 12, 9, tzinfo=UTC)
+    service.record_turn(USER, "one", "Morning question", "Answer", at=day)
+    service.record_turn(USER, "one", "Later question", "Answer", at=day + timedelta(hours=3))
+    service.record_turn(USER, "two", "First day", "Answer", at=day)
+    service.record_turn(USER, "two", "Next day", "Answer", at=day + timedelta(days=2))
+    open_conversations(page, url)
+    page.locator("li[data-id='one']").get_by_role("button", name="Open").click()
+    expect(page.locator("#turns-meta")).to_have_text(re.compile(r"^2 turns · [^·]+$"))
+    assert " to " not in page.locator("#turns-meta").inner_text()
+    page.locator("li[data-id='two']").get_by_role("button", name="Open").click()
+    expect(page.locator("#turns-meta")).to_have_text(re.compile(r"^2 turns · .+ to .+$"))
+
+
+def test_opening_on_a_wide_screen_keeps_every_heading_clear_of_the_navigation(
+    page: Page, url: str, service: Memoro
+) -> None:
+    """Beside the list the panel scrolls on its own: opening a conversation
+    does not move the page when the panel's heading is in sight, and the turn
+    a hit found is shown under the panel's heading, below the navigation."""
+    start = datetime(2026, 4, 1, tzinfo=UTC)
+    for i in range(30):
+        answer = f"Answer {i}: " + "words to read " * 30 + ("the heron" if i == 24 else "")
+        service.record_turn(USER, "long", f"Question {i}", answer, at=start + timedelta(hours=i))
+    service.record_turn(USER, "short", "A short one", "Yes.", at=start)
+    service.index_pending()
+    page.set_viewport_size({"width": 1280, "height": 900})
+    open_conversations(page, url)
+    page.locator("li[data-id='long']").get_by_role("button", name="Open").click()
+    expect(page.locator("#turn-list > li")).to_have_count(30)
+    assert page.evaluate("window.scrollY") == 0, "the page moved for a panel already in sight"
+    below_navigation(page, "h1", "#turns-title")
+
+    page.get_by_role("searchbox").fill("heron")
+    page.get_by_role("searchbox").press("Enter")
+    page.locator("#hits > li").first.get_by_role("button", name="Open").click()
+    found = page.locator("#turn-list li.found")
+    expect(found).to_contain_text("Question 24")
+    below_navigation(page, "#turns-title", "#turn-list li.found")
+    shot(page, "conversations-found-wide")
+
+
+def below_navigation(page: Page, *selectors: str) -> None:
+    """Each element's top is in sight: under the sticky navigation, above
+    the bottom of the window, and not under the panel's own heading."""
+    for selector in selectors:
+        box = page.evaluate(
+            """s => { const r = document.querySelector(s).getBoundingClientRect();
+                      const nav = document.querySelector('header').getBoundingClientRect();
+                      return [r.top, nav.bottom, window.innerHeight]; }""",
+            selector,
+        )
+        top, nav, height = box
+        assert nav <= top < height, f"{selector} is out of sight: {box}"
+    if "#turn-list li.found" in selectors:
+        assert page.evaluate(
+            """() => document.querySelector('#turn-list li.found').getBoundingClientRect().top
+                  >= document.querySelector('#turns .row').getBoundingClientRect().bottom"""
+        ), "the turn found is under the panel's heading"

@@ -1,5 +1,6 @@
 // The Conversations page: a page of conversations at a time (Show more),
-// search over past conversations, open one beside the list, delete; import.
+// search over past conversations, open one beside the list (its title or
+// Open), delete; import.
 import { call, csrf, errorMessage, el } from "./api.js";
 import { render } from "./markdown.js";
 
@@ -36,14 +37,54 @@ function nameAll() {
   return allNamed;
 }
 
-// A hit's text around its first match, cut at spaces (never inside a word),
-// with the query's words marked; built from text nodes, never markup.
-const AROUND = 160, SNIPPET = 480;
-export function snippet(text, query) {
+// The words of ``query`` as one pattern that finds them at a word's start.
+function wordsOf(query) {
   const words = [...new Set(query.toLowerCase().match(/[\p{L}\p{N}]{2,}/gu) || [])];
   const escaped = words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
-  const pattern = escaped.length
+  return escaped.length
     ? new RegExp(`(?<![\\p{L}\\p{N}])(?:${escaped.join("|")})[\\p{L}\\p{N}]*`, "giu") : null;
+}
+
+// ``text`` without its first line when that line is ``name`` (a conversation
+// without a title is named by its first question, which the hit's heading
+// already shows), else as it is.
+function withoutName(text, name) {
+  const first = text.split("\n", 1)[0].trim();
+  const cut = name.endsWith("…") ? name.slice(0, -1) : null;  // a long first line, shortened
+  if (first !== name && !(cut && first.startsWith(cut))) return text;
+  const newline = text.indexOf("\n");
+  const rest = newline < 0 ? "" : text.slice(newline + 1).trim();
+  return rest || text;
+}
+
+// The words found by ``pattern`` in the text under ``root`` marked; text
+// nodes are split, never markup parsed.
+function mark(root, pattern) {
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  const nodes = [];
+  while (walker.nextNode()) nodes.push(walker.currentNode);
+  for (const node of nodes) {
+    const text = node.data;
+    const parts = [];
+    let at = 0;
+    for (const found of text.matchAll(pattern)) {
+      if (found.index > at) parts.push(text.slice(at, found.index));
+      parts.push(el("mark", "", found[0]));
+      at = found.index + found[0].length;
+    }
+    if (!parts.length) continue;
+    parts.push(text.slice(at));
+    node.replaceWith(...parts);
+  }
+  return root;
+}
+
+// A hit's text around its first match, cut at spaces (never inside a word),
+// read as the opened conversation reads it (the same safe Markdown: HTML in
+// it stays text), with the query's words marked.
+const AROUND = 160, SNIPPET = 480;
+export function snippet(text, query) {
+  const pattern = wordsOf(query);
   let start = 0, end = text.length;
   if (text.length > SNIPPET) {
     const first = Math.max(pattern ? text.search(pattern) : 0, 0);
@@ -54,23 +95,30 @@ export function snippet(text, query) {
     while (cut > first && cut < text.length && !/\s/.test(text[cut])) cut--; // to a word's end
     if (cut > first) end = cut;
   }
-  const shown = text.slice(start, end);
-  const out = [];
-  if (start > 0) out.push("… ");
-  let at = 0;
-  if (pattern) {
-    for (const found of shown.matchAll(pattern)) {
-      if (found.index > at) out.push(shown.slice(at, found.index));
-      out.push(el("mark", "", found[0]));
-      at = found.index + found[0].length;
-    }
-  }
-  out.push(shown.slice(at));
-  if (end < text.length) out.push(" …");
-  return out;
+  const shown = (start > 0 ? "… " : "") + text.slice(start, end) + (end < text.length ? " …" : "");
+  const out = render(shown);
+  return pattern ? mark(out, pattern) : out;
 }
 
-function day(iso) { return new Date(iso).toLocaleDateString(); }
+function day(iso) { return new Date(iso).toLocaleDateString(undefined, { dateStyle: "medium" }); }
+
+function moment(iso) {
+  return new Date(iso).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+}
+
+// "12 Apr 2026", or "12 Apr 2026 to 14 Apr 2026" when it spans days.
+function span(first, last) {
+  const [a, b] = [day(first), day(last)];
+  return a === b ? a : `${a} to ${b}`;
+}
+
+// A conversation's name that opens it when clicked, as its Open button does
+// (the button stays the one control for the keyboard and screen readers).
+function opener(name, action) {
+  const title = el("span", "title opens", name);
+  title.addEventListener("click", action);
+  return title;
+}
 
 async function open(id, turnId = null) {
   say("");
@@ -81,7 +129,7 @@ async function open(id, turnId = null) {
   title.textContent = nameOf(id);
   const turns = result.data;
   document.getElementById("turns-meta").textContent = turns.length
-    ? `${plural(turns.length, "turn")} · ${day(turns[0].at)} to ${day(turns[turns.length - 1].at)}`
+    ? `${plural(turns.length, "turn")} · ${span(turns[0].at, turns[turns.length - 1].at)}`
     : "";
   const items = document.getElementById("turn-list");
   items.replaceChildren();
@@ -89,7 +137,7 @@ async function open(id, turnId = null) {
   for (const turn of turns) {
     const item = el("li");
     item.dataset.turnId = turn.id;
-    item.append(el("div", "meta", new Date(turn.at).toLocaleString()));
+    item.append(el("div", "meta", moment(turn.at)));
     if (turn.question) item.append(el("div", "turn-text", `You: ${turn.question}`));
     if (turn.answer) {
       // the assistant's words, as on the Chat page: Markdown made safe, never HTML
@@ -102,10 +150,28 @@ async function open(id, turnId = null) {
   }
   for (const row of list.querySelectorAll("li[data-id]")) row.classList.toggle("open", row.dataset.id === id);
   section.hidden = false;
-  // the panel sits beside the list on a wide screen, below it on a narrow one:
-  // bring it (or the turn that was found) into view either way
   title.focus({ preventScroll: true });
-  (target || section).scrollIntoView({ block: target ? "center" : "start" });
+  reveal(target);
+}
+
+// Bring the opened conversation (and the turn that was found) into view.
+// Below the list (a narrow screen) the page scrolls to it. Beside the list
+// the panel scrolls on its own; the page moves only when the panel's heading
+// is out of sight, so nothing is pushed under the navigation for nothing.
+function reveal(target) {
+  if (getComputedStyle(section).position !== "sticky") {
+    (target || section).scrollIntoView({ block: target ? "center" : "start" });
+    return;
+  }
+  const head = section.querySelector(".row");
+  const top = head.getBoundingClientRect().top;
+  if (top < document.querySelector("header").getBoundingClientRect().bottom || top > innerHeight / 2) {
+    section.scrollIntoView({ block: "start" });
+  }
+  section.scrollTop = target ? Math.max(0, target.offsetTop - head.offsetHeight - 8) : 0;
+  if (target && target.getBoundingClientRect().top > innerHeight - 64) {
+    target.scrollIntoView({ block: "nearest" });
+  }
 }
 
 function closePanel() {
@@ -124,7 +190,7 @@ function row(conversation) {
   const item = el("li");
   item.dataset.id = conversation.id;
   const text = el("div", "name");
-  text.append(el("div", "title", name));
+  text.append(opener(name, () => open(conversation.id)));
   if (conversation.title && conversation.preview && conversation.preview !== conversation.title) {
     text.append(el("div", "preview", conversation.preview));
   }
@@ -142,7 +208,9 @@ function row(conversation) {
       `"${name}" will be removed from search at once. This cannot be undone.`;
     dialog.showModal();
   });
-  item.append(text, openButton, deleteButton);
+  const buttons = el("span", "buttons");
+  buttons.append(openButton, deleteButton);
+  item.append(text, buttons);
   return item;
 }
 
@@ -152,7 +220,8 @@ async function showPage(reset) {
   const result = await call("GET", `/v1/conversations?limit=${PAGE + 1}&offset=${shown}`);
   if (!result.ok) { say(errorMessage(result), "error"); return; }
   const page = result.data.slice(0, PAGE);
-  if (!shown && !page.length) list.append(el("li", "meta", "No conversations yet."));
+  if (!shown && !page.length) list.append(el("li", "meta",
+    "No conversations yet. They appear here as the assistant records them; you can also import your history below."));
   for (const conversation of page) list.append(row(conversation));
   shown += page.length;
   more.hidden = result.data.length <= PAGE;
@@ -186,15 +255,18 @@ async function search(query) {
   for (const hit of result.data.hits) {
     const item = el("li");
     item.dataset.conversation = hit.conversation;
+    const name = nameOf(hit.conversation);
+    const show = () => open(hit.conversation, hit.turn_id);
     const head = el("div", "hit-head");
-    head.append(el("span", "title", nameOf(hit.conversation)),
-                el("span", "meta", ` · ${new Date(hit.at).toLocaleString()}`));
-    const text = el("div", "turn-text hit-text");
-    text.append(...snippet(hit.text, query));
+    const label = el("div", "name");
+    label.append(opener(name, show), el("div", "meta", moment(hit.at)));
     const openButton = el("button", "", "Open");
-    openButton.setAttribute("aria-label", `Open ${nameOf(hit.conversation)} at this turn`);
-    openButton.addEventListener("click", () => open(hit.conversation, hit.turn_id));
-    item.append(head, text, openButton);
+    openButton.setAttribute("aria-label", `Open ${name} at this turn`);
+    openButton.addEventListener("click", show);
+    head.append(label, openButton);
+    const text = el("div", "answer hit-text");
+    text.append(snippet(withoutName(hit.text, name), query));
+    item.append(head, text);
     hits.append(item);
   }
   for (const warning of result.data.warnings) say(warning);

@@ -98,7 +98,8 @@ async function loadAudit() {
     const what = entry.operation === "delete"
       ? `cleared everything (${lineCount(entry.removed_count)})`
       : changed(entry.removed_count, entry.added_count);
-    item.append(el("div", "meta", `${new Date(entry.at).toLocaleString()} · ${who} ${what}`));
+    const at = new Date(entry.at).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+    item.append(el("div", "meta", `${at} · ${who} ${what}`));
     for (const line of entry.removed_lines) item.append(el("div", "lines removed", `− ${line}`));
     for (const line of entry.added_lines) item.append(el("div", "lines added", `+ ${line}`));
     list.append(item);
