@@ -152,8 +152,12 @@ def test_metrics_count_requests_searches_the_queue_and_the_embedder(
     try:
         with running(service, _auth()) as url, httpx.Client(base_url=url) as http:
             before = http.get("/metrics", headers=SCRAPE).text
+            # this process's earlier tests may have counted other answers to /v1/prompt (a 401)
             prompts = _maybe(
-                before, "memoro_http_request_duration_seconds_count", route="/v1/prompt"
+                before,
+                "memoro_http_request_duration_seconds_count",
+                route="/v1/prompt",
+                status="200",
             )
             embedded = _maybe(before, "memoro_embedded_chunks_total")
             for i in range(3):
@@ -174,7 +178,9 @@ def test_metrics_count_requests_searches_the_queue_and_the_embedder(
     finally:
         service.close()
     assert (
-        _sample(after, "memoro_http_request_duration_seconds_count", route="/v1/prompt")
+        _sample(
+            after, "memoro_http_request_duration_seconds_count", route="/v1/prompt", status="200"
+        )
         == prompts + 3
     )
     assert _sample(
