@@ -288,6 +288,23 @@ def test_turns_are_recorded_searched_and_deleted(token_server: str, service: Mem
         }
 
 
+def test_a_turn_sent_again_with_its_key_is_200_not_201(token_server: str, service: Memoro) -> None:
+    """201 Created only when the turn is created; the same key again finds
+    the stored turn (200, created: false) and stores nothing more."""
+    turn = {"conversation": "trip", "question": "Flights?", "answer": "TAP 9:40", "key": "m-1"}
+    with client(token_server, "ann") as http:
+        first = http.post("/v1/turns", json=turn)
+        assert (first.status_code, first.json()["created"]) == (201, True)
+        again = http.post("/v1/turns", json=turn)
+        assert (again.status_code, again.json()["created"]) == (200, False)
+        assert again.json()["turn_id"] == first.json()["turn_id"]
+        other = http.post("/v1/turns", json={**turn, "key": "m-2"})
+        assert (other.status_code, other.json()["created"]) == (201, True)
+    assert len(service.conversation_turns("ann", "trip")) == 2
+    operation = httpx.get(f"{token_server}/openapi.json").json()["paths"]["/v1/turns"]["post"]
+    assert {"200", "201"} <= set(operation["responses"])
+
+
 def test_the_prompt_and_tool_calls_over_http(token_server: str) -> None:
     with client(token_server, "ann") as http:
         call = http.post("/v1/tools/memory_write", json={"arguments": '{"block": "Name: Ann"}'})

@@ -216,7 +216,8 @@ class TurnIn(BaseModel):
     key: str | None = Field(
         default=None,
         description="An idempotency key of the host's choosing (e.g. its message id): a turn"
-        " sent again with a key this user already has is stored once (created: false).",
+        " sent again with a key this user already has is stored once: the answer is then 200 with"
+        " the stored turn and created: false.",
         json_schema_extra=ID_SCHEMA,
     )
     title: str | None = Field(
@@ -401,8 +402,21 @@ async def prompt(
     return Response(body, media_type="application/json")
 
 
-@router.post("/turns", response_model=TurnOut, status_code=201, summary="Record a finished turn")
-def record_turn(body: TurnIn, user: User, memoro: Service) -> TurnOut:
+@router.post(
+    "/turns",
+    response_model=TurnOut,
+    status_code=201,
+    summary="Record a finished turn",
+    responses={
+        201: {"description": "The turn was stored (created: true)."},
+        200: {
+            "model": TurnOut,
+            "description": "This user already has a turn with this key: that turn, unchanged"
+            " (created: false).",
+        },
+    },
+)
+def record_turn(body: TurnIn, user: User, memoro: Service, response: Response) -> TurnOut:
     recorded = memoro.record_turn(
         user,
         body.conversation,
@@ -412,6 +426,8 @@ def record_turn(body: TurnIn, user: User, memoro: Service) -> TurnOut:
         key=body.key,
         title=body.title,
     )
+    if not recorded.created:
+        response.status_code = 200
     return TurnOut(
         turn_id=recorded.turn_id,
         conversation=recorded.conversation_id,

@@ -102,7 +102,8 @@ export class MemoroClient {
     /**
      * Store a finished turn; the server indexes it in the background (search
      * finds it a moment later). `at` defaults to now; `key` makes the call
-     * idempotent (sent again, the turn is stored once: `created` is false);
+     * idempotent (sent again, the turn is stored once: the server answers 200
+     * instead of 201 with the stored turn, and `created` is false);
      * `title` names the conversation (left out, its title stays as it is).
      */
     async recordTurn(userId, conversationId, turn) {

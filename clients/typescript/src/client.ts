@@ -162,7 +162,8 @@ export class MemoroClient {
   /**
    * Store a finished turn; the server indexes it in the background (search
    * finds it a moment later). `at` defaults to now; `key` makes the call
-   * idempotent (sent again, the turn is stored once: `created` is false);
+   * idempotent (sent again, the turn is stored once: the server answers 200
+   * instead of 201 with the stored turn, and `created` is false);
    * `title` names the conversation (left out, its title stays as it is).
    */
   async recordTurn(
@@ -171,7 +172,7 @@ export class MemoroClient {
     turn: { question: string; answer: string; at?: Date | string; key?: string; title?: string },
   ): Promise<RecordedTurn> {
     const at = turn.at instanceof Date ? turn.at.toISOString() : turn.at;
-    const data = await this.#json<Json<"/v1/turns", "post", 201>>({
+    const data = await this.#json<Json<"/v1/turns", "post", 200 | 201>>({
       method: "POST",
       path: "/v1/turns",
       userId,

@@ -728,7 +728,7 @@ export type components = {
             conversation: string;
             /**
              * Key
-             * @description An idempotency key of the host's choosing (e.g. its message id): a turn sent again with a key this user already has is stored once (created: false).
+             * @description An idempotency key of the host's choosing (e.g. its message id): a turn sent again with a key this user already has is stored once: the answer is then 200 with the stored turn and created: false.
              */
             key?: string | null;
             /**
@@ -2160,7 +2160,16 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Successful Response */
+            /** @description This user already has a turn with this key: that turn, unchanged (created: false). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TurnOut"];
+                };
+            };
+            /** @description The turn was stored (created: true). */
             201: {
                 headers: {
                     [name: string]: unknown;
