@@ -35,10 +35,12 @@ _tool_hooks: Any = require("crewai.hooks.tool_hooks", "crewai")
 
 __all__ = ["MemoroTool", "UserMemory"]
 
-_sent: ContextVar[tuple[str, dict[str, Any]] | None] = ContextVar("memoro_sent", default=None)
-"""The arguments the model sent with the tool call about to run: CrewAI
-drops those its schema does not list before the tool sees them, and memoro
-must judge the call the model made (one naming a user is refused)."""
+_UNLISTED = "memoro_unlisted"
+"""The field in which a call carries the arguments the model sent that
+memoro's schema does not list: CrewAI drops those before the tool runs,
+and memoro must judge the call the model made (one naming a user is
+refused). They travel inside the call's own input, so nothing of one call
+outlives it or reaches another."""
 
 _system: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 """Each agent executor's own system prompt, before memoro's part."""
@@ -66,14 +68,37 @@ class MemoroTool(_tools.BaseTool):  # type: ignore[misc]
             f"Tool Description: {self.description}"
         )
 
+    carrying: Any = Field(default=None, exclude=True)
+    """The schema CrewAI's own agents validate a call with: memoro's
+    fields and the one that carries what CrewAI would drop."""
+
+    def to_structured_tool(self) -> Any:
+        structured = super().to_structured_tool()
+        structured.args_schema = self.carrying
+        return structured
+
     def _run(self, **arguments: Any) -> str:
-        sent = _sent.get()
-        _sent.set(None)
-        if sent is not None and sent[0] == self.name:
-            arguments = sent[1]
-        else:  # called without CrewAI's tool hooks: the schema's fields as given
-            arguments = {k: v for k, v in arguments.items() if v is not None}
-        return run_tool(self.memory, self.user_id, self.name, arguments)
+        carried = arguments.pop(_UNLISTED, None)
+        sent = {k: v for k, v in arguments.items() if v is not None}
+        unlisted = _unlisted(carried, self.parameters)
+        if unlisted is None and carried is not None:  # not the hook's: the model sent it
+            unlisted = {_UNLISTED: carried}
+        return run_tool(self.memory, self.user_id, self.name, {**sent, **(unlisted or {})})
+
+
+def _unlisted(carried: object, parameters: dict[str, Any]) -> dict[str, Any] | None:
+    """The arguments a call carries in its ``memoro_unlisted`` field, as
+    ``_arguments_sent`` put them there; ``None`` for anything else."""
+    if not isinstance(carried, str):
+        return None
+    try:
+        unlisted = json.loads(carried)
+    except json.JSONDecodeError:
+        return None
+    listed = parameters.get("properties", {})
+    if not isinstance(unlisted, dict) or not unlisted or set(unlisted) & set(listed):
+        return None
+    return unlisted
 
 
 def _tool(memory: Memory, user_id: str | None, spec: ToolSpec) -> MemoroTool:
@@ -84,10 +109,13 @@ def _tool(memory: Memory, user_id: str | None, spec: ToolSpec) -> MemoroTool:
         for name, field in spec.parameters.get("properties", {}).items()
     }
     schema = create_model(f"{spec.name}_arguments", **fields)
+    carried: dict[str, Any] = {**fields, _UNLISTED: (Any, Field(default=None))}
+    carrying = create_model(f"{spec.name}_call", **carried)
     return MemoroTool(
         name=spec.name,
         description=spec.description,
         args_schema=schema,
+        carrying=carrying,
         parameters=spec.parameters,
         memory=memory,
         user_id=confirmed(user_id),
@@ -168,10 +196,16 @@ def _system_prompt(context: Any) -> None:
 
 
 def _arguments_sent(context: Any) -> None:
-    """before_tool_call: keep the arguments the model sent to a memoro tool."""
+    """before_tool_call: put the arguments the model sent to a memoro tool
+    that its schema does not list into this call's own input (CrewAI hands
+    the tool only the listed ones)."""
     tool = getattr(context.tool, "_original_tool", None) or context.tool
-    if isinstance(tool, MemoroTool):
-        _sent.set((tool.name, dict(context.tool_input)))
+    if not isinstance(tool, MemoroTool):
+        return
+    listed = tool.parameters.get("properties", {})
+    unlisted = {k: v for k, v in context.tool_input.items() if k not in listed}
+    if unlisted:
+        context.tool_input[_UNLISTED] = json.dumps(unlisted, default=str)
 
 
 def _register_hooks() -> None:

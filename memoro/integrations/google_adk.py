@@ -52,15 +52,35 @@ class SearchableMemory(Memory, Protocol):
 class MemoroPlugin(_plugins.BasePlugin):  # type: ignore[misc]
     """Register it on the ``App``: before every model call it appends
     memoro's prompt with the session user's block — read from storage now —
-    to the system instruction, after everything ADK and the agent put there;
-    after each run it records the finished turn (the user's message and the
-    agent's final answer) in the session's conversation."""
+    to the system instruction, after everything ADK, other plugins and the
+    agent's own callbacks put there; after each run it records the finished
+    turn (the user's message and the agent's final answer) in the session's
+    conversation.
+
+    ADK runs every plugin's before-model callback first and the agent's own
+    after them, so the plugin writes memoro's part from the agent's list:
+    before each model call it makes ``memoro_last`` the last of the agent's
+    ``before_model_callback``s (adding it the first time, moving it back to
+    the end when the list changed). ``memoro_last`` acts only in apps where
+    this plugin is registered."""
 
     def __init__(self, memory: Memory, *, name: str = "memoro") -> None:
         super().__init__(name=name)
         self.memory = memory
 
     async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> None:
+        agent = callback_context.get_invocation_context().agent
+        if not _placed_last(agent, self.memoro_last):  # not an LlmAgent: no list to join
+            await self._append(callback_context, llm_request)
+
+    async def memoro_last(self, *, callback_context: Any, llm_request: Any) -> None:
+        """The agent's last before-model callback: memoro's prompt with the
+        user's block, after everything else."""
+        plugins = callback_context.get_invocation_context().plugin_manager
+        if plugins.get_plugin(self.name) is self:
+            await self._append(callback_context, llm_request)
+
+    async def _append(self, callback_context: Any, llm_request: Any) -> None:
         text = await in_thread(instructions, self.memory, callback_context.user_id)
         if text:
             llm_request.append_instructions([text])
@@ -75,6 +95,19 @@ class MemoroPlugin(_plugins.BasePlugin):  # type: ignore[misc]
             session.events,
             invocation_context.invocation_id,
         )
+
+
+def _placed_last(agent: Any, callback: Any) -> bool:
+    """Make ``callback`` the last of the agent's before-model callbacks;
+    ``False`` when the agent has no such list (not an ``LlmAgent``)."""
+    if not hasattr(agent, "before_model_callback"):
+        return False
+    current = agent.before_model_callback
+    callbacks = current if isinstance(current, list) else [] if current is None else [current]
+    if not callbacks or callbacks[-1] != callback:
+        # a new list, never one changed in place: a model call of another run may be reading it
+        agent.before_model_callback = [c for c in callbacks if c != callback] + [callback]
+    return True
 
 
 class MemoroTool(_tools.BaseTool):  # type: ignore[misc]

@@ -10,10 +10,10 @@ finishes.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from typing import Any
+
+from pydantic import PrivateAttr
 
 from memoro.integrations._common import (
     Memory,
@@ -68,9 +68,12 @@ class MemoroBlock(_memory.BaseMemoryBlock):  # type: ignore[misc]
     truncated). On each read it returns memoro's prompt with the user's
     block, read from storage now, as a system message, which ``Memory``
     places before the chat history and the agent after its own system
-    prompt; when the history it is shown ends with the agent's final
-    answer, it records that finished turn in the conversation named by the
-    memory's ``session_id`` (once, however often it is shown it)."""
+    prompt. It records each turn it sees end: the history it is shown ended
+    with the user's message when the run began (an agent reads its
+    ``Memory`` right after adding that message) and ends with the agent's
+    final answer now. The turn goes in the conversation named by the
+    memory's ``session_id``, once, however often the history is shown
+    afterwards and whatever ``Memory`` has moved out of it."""
 
     name: str = "memoro"
     description: str | None = "memoro: the user's personal memory block"
@@ -78,21 +81,18 @@ class MemoroBlock(_memory.BaseMemoryBlock):  # type: ignore[misc]
     accept_short_term_memory: bool = False
     memory: Any
     user_id: str | None
+    _begun: set[str] = PrivateAttr(default_factory=set)
+    """The conversations with a turn under way: the history was last shown
+    ending with the user's message, and no answer has been recorded since."""
 
     async def _aget(self, messages: list[Any] | None = None, **block_kwargs: Any) -> list[Any]:
-        turn = _finished_turn(messages or [])
-        if turn is not None:
-            conversation = str(block_kwargs.get("session_id") or "llamaindex")
-            question, answer, key = turn
-            await in_thread(
-                record,
-                self.memory,
-                self.user_id,
-                conversation,
-                question,
-                answer,
-                key=f"llamaindex:{_digest(conversation, key)}",
-            )
+        conversation = str(block_kwargs.get("session_id") or "llamaindex")
+        history = messages or []
+        if history and _role(history[-1]) == "user":
+            self._begun.add(conversation)
+        elif conversation in self._begun and (turn := _finished_turn(history)) is not None:
+            self._begun.discard(conversation)
+            await in_thread(record, self.memory, self.user_id, conversation, *turn)
         text = await in_thread(instructions, self.memory, self.user_id)
         return [_llms.ChatMessage(role="system", content=text)] if text else []
 
@@ -113,10 +113,10 @@ class UserMemory:
         self.block = MemoroBlock(memory=memory, user_id=self.user_id)
 
 
-def _finished_turn(messages: list[Any]) -> tuple[str, str, list[Any]] | None:
+def _finished_turn(messages: list[Any]) -> tuple[str, str] | None:
     """The turn the history ends with — the last user message and the
     assistant's answers after it — when the last message is an answer
-    rather than a tool call; with what identifies it in the history."""
+    rather than a tool call."""
     if not messages or _role(messages[-1]) != "assistant" or _calls_tools(messages[-1]):
         return None
     asked = max((i for i, m in enumerate(messages) if _role(m) == "user"), default=None)
@@ -128,10 +128,7 @@ def _finished_turn(messages: list[Any]) -> tuple[str, str, list[Any]] | None:
         for m in messages[asked + 1 :]
         if _role(m) == "assistant" and not _calls_tools(m) and m.content
     )
-    if not answer:
-        return None
-    position = sum(1 for m in messages[:asked] if _role(m) == "user")
-    return question, answer, [position, question, answer]
+    return (question, answer) if answer else None
 
 
 def _role(message: Any) -> str:
@@ -142,8 +139,3 @@ def _calls_tools(message: Any) -> bool:
     return bool(message.additional_kwargs.get("tool_calls")) or any(
         getattr(block, "block_type", None) == "tool_call" for block in message.blocks
     )
-
-
-def _digest(conversation: str, identity: list[Any]) -> str:
-    text = json.dumps([conversation, *identity], ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()[:40]

@@ -82,15 +82,30 @@ class MemoroCapability(capabilities.AbstractCapability):  # type: ignore[misc]
         return self._toolset
 
     async def after_run(self, ctx: Any, *, result: Any) -> Any:
+        if isinstance(result.output, pydantic_ai.DeferredToolRequests):
+            return result  # paused for deferred tools: the run that resumes it ends the turn
         await in_thread(
             record,
             self.memory,
             user_in(ctx.deps),
             ctx.conversation_id or ctx.run_id,
-            _text(ctx.prompt),
+            _question(ctx.prompt, result.all_messages()),
             _text(result.output),
         )
         return result
+
+
+def _question(prompt: Any, messages: list[Any]) -> str:
+    """What the user asked in this exchange: the run's prompt, or, for a run
+    that continues its history without one (a paused run resumed with the
+    deferred tools' results), the last prompt in that history."""
+    if prompt is not None:
+        return _text(prompt)
+    for message in reversed(messages):
+        for part in reversed(getattr(message, "parts", ())):
+            if isinstance(part, pydantic_ai.UserPromptPart):
+                return _text(part.content)
+    return ""
 
 
 def _text(content: Any) -> str:

@@ -23,6 +23,10 @@ os.environ.update(
 with warnings.catch_warnings():  # crewai.rag sets up its submodules in a way Python warns about
     warnings.simplefilter("ignore", ImportWarning)
     from crewai import LLM, Agent, Crew, Task
+    from crewai.hooks.tool_hooks import (
+        register_before_tool_call_hook,
+        unregister_before_tool_call_hook,
+    )
 
 from memoro.integrations.crewai import UserMemory
 from memoro.testing import ScriptedLLM, Step, say
@@ -175,6 +179,33 @@ def test_two_users_in_one_process_never_see_each_other(
     found = _observation(llm.requests[-1])
     assert "Call me Al." in found  # alice's own turn
     assert "Noted, Bo." not in found and "Hi Bo." not in found
+
+
+def test_a_call_another_hook_blocks_leaves_nothing_for_a_later_call(
+    memories: Memories, llm: ScriptedLLM
+) -> None:
+    """Alice's arguments stay with alice's one call: a later hook blocks it,
+    then bob's tool runs straight through ``tool.run``, as CrewAI's LangGraph
+    and OpenAI agent adapters call tools (no hooks), and stores bob's words."""
+
+    def no_writes(context: Any) -> bool | None:
+        return False if context.tool_name == "memory_write" else None
+
+    alice, bob = UserMemory(memories.memory, "alice"), UserMemory(memories.memory, "bob")
+    register_before_tool_call_hook(no_writes)  # after memoro's
+    try:
+        llm.script(act("memory_write", {"block": "Alice likes coffee"}), final("Not saved."))
+        _say(alice, "Remember that I like coffee.")
+    finally:
+        unregister_before_tool_call_hook(no_writes)
+    assert "blocked by hook" in _observation(llm.requests[1])
+
+    (write,) = [tool for tool in bob.tools if tool.name == "memory_write"]
+    assert write.run(block="Bob likes tea").startswith("Saved.")
+    assert memories.service.read_block("bob").text == "Bob likes tea"
+    assert memories.service.read_block("alice") is None
+    assert "cannot be chosen" in write.run(block="Alice likes tea", user_id="alice")
+    assert memories.service.read_block("alice") is None
 
 
 def test_without_a_user_nothing_is_read_written_searched_or_recorded(

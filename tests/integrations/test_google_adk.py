@@ -17,6 +17,7 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # litellm would download it
 from google.adk.agents import LlmAgent
 from google.adk.apps import App
 from google.adk.models.lite_llm import LiteLlm
+from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
 from google.genai import types
@@ -99,6 +100,56 @@ def test_the_model_writes_the_block_and_every_later_call_carries_it_last(
     memories.service.write_block("alice", "Preferred name: Alfred", writer="user")  # elsewhere
     _say(runner, "alice", "Hi again.", session="s2")
     assert_block_last(llm.requests[3], "Preferred name: Alfred")
+
+
+class _Brief(BasePlugin):  # type: ignore[misc]
+    """Another plugin that adds an instruction, registered after memoro's."""
+
+    async def before_model_callback(self, *, callback_context: Any, llm_request: Any) -> None:
+        llm_request.append_instructions(["Be brief."])
+
+
+def test_the_block_is_last_whatever_the_agents_callbacks_and_other_plugins_add(
+    memories: Memories, llm: ScriptedLLM
+) -> None:
+    def in_french(callback_context: Any, llm_request: Any) -> None:
+        llm_request.append_instructions(["Answer in French."])
+
+    agent = LlmAgent(
+        name="assistant",
+        model=LiteLlm(model="openai/gpt-4.1"),
+        instruction=OWN,
+        tools=memoro_tools(memories.memory),
+        before_model_callback=in_french,  # ADK runs the agent's callbacks after every plugin's
+    )
+    plugins = [MemoroPlugin(memories.memory), _Brief(name="brief")]
+    runner = Runner(
+        app=App(name="help_desk", root_agent=agent, plugins=plugins),
+        session_service=InMemorySessionService(),
+        auto_create_session=True,
+    )
+    llm.script(
+        call("memory_write", {"block": "Preferred name: Al"}), say("Noted, Al."), say("Salut, Al.")
+    )
+    _say(runner, "alice", "Call me Al.")
+    _say(runner, "alice", "Hi.")
+    blocks = [None, "Preferred name: Al", "Preferred name: Al"]
+    for body, block in zip(llm.requests, blocks, strict=True):
+        assert_block_last(body, block)
+        text = system_text(body)
+        assert text.count("Personal memory (") == 1
+        assert text.count("Answer in French.") == text.count("Be brief.") == 1
+
+    # the same agent in an app without memoro's plugin: its own callback, no block
+    plain = Runner(
+        app=App(name="plain", root_agent=agent),
+        session_service=InMemorySessionService(),
+        auto_create_session=True,
+    )
+    llm.script(say("Salut."))
+    _say(plain, "alice", "Hi.")
+    assert "Answer in French." in system_text(llm.requests[-1])
+    assert "Personal memory (" not in system_text(llm.requests[-1])
 
 
 def test_a_finished_turn_is_recorded_and_found_by_search(

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.memory import InsertMethod, Memory
+from llama_index.core.storage.chat_store.base_db import MessageStatus
 from llama_index.llms.openai import OpenAI
 
 from memoro.integrations.llamaindex import UserMemory
@@ -132,6 +133,29 @@ def test_each_finished_turn_is_recorded_once_and_found_by_search(
     assert [c.id for c in memories.service.list_conversations("alice")] == ["desk-2", "desk-1"]
     (found,) = tool_outputs(llm.requests[4])
     assert "We picked the blue-green deploy for billing." in found
+
+
+def test_every_turn_is_recorded_after_memory_moves_old_ones_out_of_its_history(
+    memories: Memories, llm: ScriptedLLM
+) -> None:
+    """A short history: ``Memory`` archives the oldest turns as new ones
+    come, so the same exchange again shows in the same place of what is
+    left; it is a turn of its own all the same."""
+    said = ["Hi", "Hi", "Which deploy?", "Hi", "Hi", "Hi", "Which deploy?", "Hi"]
+    llm.script(*(say("Blue-green." if q == "Which deploy?" else "Hello!") for q in said))
+    alice = UserMemory(memories.memory, "alice")
+    chat = _chat(alice, "desk-1", token_limit=40, chat_history_token_ratio=0.5, token_flush_size=5)
+
+    async def run() -> None:
+        for question in said:
+            await _say(alice, chat, question)
+        assert await chat.aget_all(status=MessageStatus.ARCHIVED)  # some were moved out
+        await chat.aget()  # the history shown again: nothing new to record
+
+    asyncio.run(run())
+    assert turns(memories.service, "alice") == [
+        (q, "Blue-green." if q == "Which deploy?" else "Hello!") for q in said
+    ]
 
 
 def test_a_tool_call_naming_another_user_is_refused(memories: Memories, llm: ScriptedLLM) -> None:

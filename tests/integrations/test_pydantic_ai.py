@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic_ai import Agent
+from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
 from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
@@ -200,6 +200,41 @@ def test_async_and_streamed_runs_do_the_same(memories: Memories, llm: ScriptedLL
         memories.service.conversation_turns("alice", c) for c in ("async", "streamed")
     )
     assert (async_turn.answer, streamed_turn.answer) == ("Will do, Al.", "Streamed, Al.")
+
+
+def test_a_run_paused_for_approval_and_resumed_is_one_turn_recorded_when_it_ends(
+    memories: Memories, llm: ScriptedLLM
+) -> None:
+    provider = OpenAIProvider(base_url=llm.openai_url, api_key="test")
+    bot = Agent(
+        OpenAIChatModel("scripted", provider=provider),
+        capabilities=[MemoroCapability(memories.memory)],
+        output_type=[str, DeferredToolRequests],
+    )
+
+    @bot.tool_plain(requires_approval=True)
+    def cancel_order(order: str) -> str:
+        """Cancel an order."""
+        return f"Order {order} cancelled."
+
+    llm.script(call("cancel_order", {"order": "A-17"}))
+    paused = ask(bot, "Cancel order A-17.", "alice")
+    assert isinstance(paused.output, DeferredToolRequests)
+    assert memories.service.list_conversations("alice") == []  # not over yet
+
+    (asked,) = paused.output.approvals
+    llm.script(say("Order A-17 is cancelled."))
+    resumed = ask(
+        bot,
+        None,
+        "alice",
+        message_history=paused.all_messages(),
+        deferred_tool_results=DeferredToolResults(approvals={asked.tool_call_id: True}),
+    )
+    assert resumed.output == "Order A-17 is cancelled."
+    (conversation,) = memories.service.list_conversations("alice")
+    (turn,) = memories.service.conversation_turns("alice", conversation.id)
+    assert (turn.question, turn.answer) == ("Cancel order A-17.", "Order A-17 is cancelled.")
 
 
 def test_the_toolset_alone_acts_for_the_runs_user(memories: Memories, llm: ScriptedLLM) -> None:
