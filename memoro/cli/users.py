@@ -41,11 +41,11 @@ def user_delete(ctx: click.Context, user: str, yes: bool, as_json: bool) -> None
         )
     deleted = memoro.delete_user(user)
     # what `memoro watch` kept of the user's logs for this database (a turn
-    # still being written among it) goes too
+    # still being written among it) goes too; a watch still running stops
+    # at its next step and removes what it may have written meanwhile
     settings: Settings = ctx.find_root().obj
     watched = settings.home / "watch" / state_name(user, settings.database_words())
-    if watched.is_dir():
-        shutil.rmtree(watched)
+    shutil.rmtree(watched, ignore_errors=True)
     if as_json:
         click.echo(json.dumps(deleted.to_json()))
     else:
