@@ -27,9 +27,10 @@ def user() -> None:
 def user_delete(ctx: click.Context, user: str, yes: bool, as_json: bool) -> None:
     """Delete everything memoro holds for a user: the memory block and its
     audit, every conversation and its index, queued jobs, imports and
-    uploads, and what `memoro watch` kept of the user's logs. True on disk
-    as after any deletion; this cannot be undone. The user id can be used
-    again at once."""
+    uploads, and what `memoro watch` kept of the user's logs. An import or
+    a `memoro watch` of the user still running is cancelled (it stores
+    nothing more). True on disk as after any deletion; this cannot be
+    undone. The user id can be used again at once."""
     memoro = open_memoro(ctx)
     if not yes:
         held = plural(len(memoro.list_conversations(user)), "conversation")

@@ -107,7 +107,9 @@ def watch(
 
     How far each log was read is kept in a state folder, so a restart (or a
     crash) goes on where it stopped, and no turn is stored twice. Stop with
-    Ctrl-C or SIGTERM.
+    Ctrl-C or SIGTERM. Erasing the user (`memoro user delete`) stops it too:
+    nothing it read is stored, its state folder goes, and it exits with
+    status 3.
     """
     settings: Settings = ctx.find_root().obj
     log_to_stderr(settings.log_level)
