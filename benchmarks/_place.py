@@ -23,7 +23,7 @@ from memoro.testing import HashEmbedder
 
 TABLES = (
     "memory_blocks, memory_audit, vectors, chunks, turns, conversations, jobs, history_users,"
-    " search_indexes, import_parts, imports"
+    " search_indexes, import_parts, imports, user_epochs"
 )
 
 

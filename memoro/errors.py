@@ -8,6 +8,7 @@ to CLI messages.
     │   └── TooLarge        an upload over the size memoro accepts
     ├── BlockChanged        a precondition (If-Match) no longer holds
     ├── Busy                as many uploads of the user are arriving as memoro takes
+    ├── UserErased          the user was erased while this work ran: it was cancelled
     ├── Unauthorized        no valid user token or session
     ├── KeysUnavailable     the identity provider's signing keys could not be fetched
     ├── ConfigError         a setting has a value memoro cannot use
@@ -74,6 +75,15 @@ class Busy(MemoroError):
     (MEMORO_IMPORT_UPLOADS; HTTP 429: try again when one has finished)."""
 
     code = "busy"
+
+
+class UserErased(MemoroError):
+    """The user was erased after this work began (an import, ``memoro
+    watch``): the work is cancelled and stores nothing more, so nothing it
+    read before the erase comes back (HTTP 409). Work started after the
+    erase is not affected: the id is usable again at once."""
+
+    code = "user_erased"
 
 
 class Unauthorized(MemoroError):

@@ -258,7 +258,11 @@ class Memoro(Transfers):
         audit, every conversation, turn, chunk and vector, queued jobs,
         imports and uploads, saved search indexes — true on disk as after
         any deletion, and stale at once in every server's in-memory
-        indexes. The id can be used again right away."""
+        indexes. Work in flight for the user is cancelled, not waited for:
+        an import (here, in another process or run by a worker) or ``memoro
+        watch`` stores nothing more and raises UserErased, and an indexing
+        job or a saved index copy of the erased rows stores nothing. The id
+        can be used again right away."""
         return self.store.delete_user(check_user(user_id))
 
     # -- past conversations (C) --------------------------------------------

@@ -12,12 +12,13 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from memoro import block, imports
-from memoro.errors import Busy, InvalidInput, StoreError
+from memoro.errors import Busy, InvalidInput, StoreError, UserErased
 from memoro.history.worker import Lease, Worker
 from memoro.imports import memoro_format
 from memoro.imports.model import ImportedConversation, ImportReport, Tally
@@ -61,6 +62,7 @@ class Transfers:
         turns: Iterable[NewTurn],
         *,
         progress: Callable[[int], None] | None = None,
+        epoch: int | None = None,
     ) -> list[RecordedTurn]:
         """Store many finished turns, e.g. a user's history from elsewhere.
 
@@ -69,15 +71,19 @@ class Transfers:
         nothing new. They are indexed after every live conversation's turns
         and take turns with other users' imports, so an import never makes
         anyone else wait. ``progress`` gets the number stored per batch.
+        Erasing the user while this runs cancels it: UserErased is raised
+        and nothing more is stored (``epoch``: see ``user_epoch``).
         """
         user_id = check_user(user_id)
-        checked = [checked_turn(turn, turn.at, keyed=True) for turn in turns]
+        epoch = self.store.user_epoch(user_id) if epoch is None else epoch
         recorded: list[RecordedTurn] = []
-        for start in range(0, len(checked), IMPORT_BATCH):
-            part = checked[start : start + IMPORT_BATCH]
-            recorded += self.store.record_turns(user_id, part, bulk=True)
-            if progress is not None:
-                progress(len(part))
+        with _cancelled_by_erase(user_id, "import"):
+            checked = [checked_turn(turn, turn.at, keyed=True) for turn in turns]
+            for start in range(0, len(checked), IMPORT_BATCH):
+                part = checked[start : start + IMPORT_BATCH]
+                recorded += self.store.record_turns(user_id, part, bulk=True, epoch=epoch)
+                if progress is not None:
+                    progress(len(part))
         if self._threaded and any(r.created for r in recorded):
             self.worker.wake()
         return recorded
@@ -89,6 +95,7 @@ class Transfers:
         *,
         format: str = "auto",
         progress: Callable[[int, int], None] | None = None,
+        epoch: int | None = None,
     ) -> ImportReport:
         """Import a chat export — ChatGPT, Claude.ai, Open WebUI, LibreChat,
         SillyTavern or memoro's own; the zip or the JSON inside it — for
@@ -96,12 +103,15 @@ class Transfers:
         become turns; keys come from the export's own ids, so importing a
         newer export of the same account adds only what is new. A turn or
         conversation that cannot be imported is counted and the rest go on.
-        ``progress`` gets (bytes read, file size) as reading goes."""
+        ``progress`` gets (bytes read, file size) as reading goes. Erasing
+        the user while this runs cancels it: UserErased is raised and
+        nothing more is stored (``epoch``: see ``user_epoch``)."""
         user_id = check_user(user_id)
         if format not in imports.FORMATS:
             raise InvalidInput(f"format must be one of {', '.join(imports.FORMATS)}")
+        epoch = self.store.user_epoch(user_id) if epoch is None else epoch
         source = Source.open(file) if isinstance(file, str | Path) else Source(file)
-        with source:
+        with source, _cancelled_by_erase(user_id, "import"):
             if format == "auto":
                 format = imports.detect(source)
             tally = Tally()
@@ -132,24 +142,32 @@ class Transfers:
                     # a conversation of 100,000 turns is stored (and reported)
                     # as it goes, not held whole in one transaction
                     if len(batch) >= IMPORT_BATCH:
-                        self._store_imported(user_id, batch, tally)
+                        self._store_imported(user_id, batch, tally, epoch)
                         if progress is not None:
                             progress(source.read_bytes, source.size)
                 if progress is not None:
                     progress(source.read_bytes, source.size)
-            self._store_imported(user_id, batch, tally)
-            block = self._restore_block(user_id, source) if format == "memoro" else ""
+            self._store_imported(user_id, batch, tally, epoch)
+            block = self._restore_block(user_id, source, epoch) if format == "memoro" else ""
             if progress is not None:
                 progress(source.size, source.size)
         return ImportReport(format, tally, block)
 
     def import_conversations(
-        self, user_id: str, conversations: Iterable[ImportedConversation], tally: Tally
+        self,
+        user_id: str,
+        conversations: Iterable[ImportedConversation],
+        tally: Tally,
+        *,
+        epoch: int | None = None,
     ) -> Tally:
         """Store conversations already read (``memoro watch`` reads session
         logs as they grow) with the checks and batches of ``import_file``:
-        keys keep each turn once; ``tally`` gets the counts."""
+        keys keep each turn once; ``tally`` gets the counts. With ``epoch``
+        (``user_epoch``, taken when the watch began), UserErased is raised
+        and nothing is stored once the user was erased since."""
         user_id = check_user(user_id)
+        epoch = self.store.user_epoch(user_id) if epoch is None else epoch
         batch: list[NewTurn] = []
         for conversation in conversations:
             for turn in conversation.turns:
@@ -167,11 +185,24 @@ class Transfers:
                 except InvalidInput as exc:
                     tally.fail(f"{conversation.id}: {turn.key}", str(exc))
                 if len(batch) >= IMPORT_BATCH:
-                    self._store_imported(user_id, batch, tally)
-        self._store_imported(user_id, batch, tally)
+                    self._store_imported(user_id, batch, tally, epoch)
+        self._store_imported(user_id, batch, tally, epoch)
         return tally
 
-    def _restore_block(self, user_id: str, source: Source) -> str:
+    def user_epoch(self, user_id: str) -> int:
+        """The user's epoch, for work that stores their turns over many
+        calls (``memoro watch``): take it when the work begins and pass it
+        to each call (``import_conversations``). Once the user is erased,
+        those calls raise UserErased and store nothing, however long the
+        work runs; work begun after the erase gets a new epoch. An import
+        call takes its own."""
+        return self.store.user_epoch(check_user(user_id))
+
+    def check_epoch(self, user_id: str, epoch: int) -> None:
+        """Raise UserErased when the user was erased since ``epoch`` was taken."""
+        self.store.check_epoch(check_user(user_id), epoch)
+
+    def _restore_block(self, user_id: str, source: Source, epoch: int) -> str:
         """The block and audit of a memoro export, back as they were — into a
         user who has neither, so nothing of theirs is overwritten."""
         raw, entries = memoro_format.export_block(source)
@@ -188,7 +219,7 @@ class Transfers:
             return "not restored: the export's block breaks the block's rules"
         if not all(_plausible(entry) for entry in audit):
             return "not restored: the export's audit log is damaged"
-        with self.store.block_transaction(user_id) as tx:
+        with self.store.block_transaction(user_id, epoch=epoch) as tx:
             if not tx.restore(stored, audit):
                 return "not restored: this user already has a memory block or its history"
         return "restored"
@@ -217,18 +248,18 @@ class Transfers:
             return set()
         return {(t.question, t.answer, t.at) for t in turns}
 
-    def _store_imported(self, user_id: str, batch: list[NewTurn], tally: Tally) -> None:
+    def _store_imported(self, user_id: str, batch: list[NewTurn], tally: Tally, epoch: int) -> None:
         if not batch:
             return
         try:
-            recorded = self.store.record_turns(user_id, batch, bulk=True)
+            recorded = self.store.record_turns(user_id, batch, bulk=True, epoch=epoch)
         except InvalidInput:
             # one conversation the store refuses (deleted and not yet
             # purged) must not cost the others in the batch their turns
             recorded = []
             for conversation_id, turns in _by_conversation(batch).items():
                 try:
-                    recorded += self.store.record_turns(user_id, turns, bulk=True)
+                    recorded += self.store.record_turns(user_id, turns, bulk=True, epoch=epoch)
                 except InvalidInput as exc:
                     tally.fail(conversation_id, str(exc))
         created = sum(r.created for r in recorded)
@@ -305,6 +336,8 @@ class Transfers:
         are deleted, in one transaction. Interrupted, the job runs again
         from the start; keys keep that from storing anything twice."""
         user_id, import_id = job.user_id, str(job.payload["import_id"])
+        # the epoch first: an erase before it took the import's row with it
+        epoch = self.store.user_epoch(user_id)
         status = self.store.get_import(user_id, import_id)
         if status is None or status.status in (ImportState.DONE, ImportState.FAILED):
             self.store.finish_job(job, lease.worker)
@@ -321,10 +354,19 @@ class Transfers:
 
         stored = io.BufferedReader(Stored(self.store, user_id, import_id, status.size), PART)
         try:
-            report = self.import_file(user_id, stored, format=status.format, progress=progress)
+            report = self.import_file(
+                user_id, stored, format=status.format, progress=progress, epoch=epoch
+            )
+        except UserErased:
+            # the erase took the import's job, status and file with it
+            log.info("import %s was cancelled: its user was erased while it ran", import_id)
+            return
         except StoreError:
             raise  # the database may come back: the job is tried again
         except Exception as exc:  # the file will not get better: no retry
+            if self.store.get_import(user_id, import_id) is None:  # its parts went with an erase
+                log.info("import %s was cancelled: its user was erased while it ran", import_id)
+                return
             if not isinstance(exc, InvalidInput):
                 log.exception("import %s of %s could not be read", import_id, job.user_id)
             reason = (
@@ -337,6 +379,18 @@ class Transfers:
         self.store.finish_import(
             job, lease.worker, import_id, ImportState.DONE, report.to_json(), None
         )
+
+
+@contextmanager
+def _cancelled_by_erase(user_id: str, work: str) -> Iterator[None]:
+    """Say which work an erase of its user cancelled."""
+    try:
+        yield
+    except UserErased:
+        raise UserErased(
+            f"{user_id} was erased while this {work} ran, so it was cancelled: nothing it"
+            " read is kept (what it had stored went with the erase)"
+        ) from None
 
 
 def _stopping_with_a_count(

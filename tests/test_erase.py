@@ -37,6 +37,8 @@ class Backend:
 
     def __init__(self, name: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
         self.name, self.tmp_path = name, tmp_path
+        self.env = {"MEMORO_HOME": str(tmp_path), "MEMORO_EMBEDDER": "keyword"}
+        """The environment of a memoro command on this database."""
         if name == "sqlite":
             self.path = tmp_path / "memoro.db"
             self.open: Any = lambda: SqliteStore(self.path)
@@ -46,6 +48,7 @@ class Backend:
             self.admin, url = request.getfixturevalue("postgres")
             pg.clean(self.admin)
             self.open = lambda: PostgresStore(url)
+            self.env["MEMORO_DATABASE_URL"] = url
 
     def service(self) -> Memoro:
         return Memoro(

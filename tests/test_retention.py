@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,6 +55,41 @@ def test_conversations_past_the_period_are_deleted_for_every_user(history: Memor
     # an id past retention is usable again at once
     history.record_turn("ann", "old", "a fresh start", "ok")
     assert "old" in _conversations(history, "ann")
+
+
+def test_a_turn_recorded_after_the_listing_keeps_its_conversation(
+    history: Memoro, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sweep lists a user's old conversations, then deletes them one by
+    one: a turn recorded in between (acknowledged, at now) into a listed
+    conversation must keep it and be kept — the age is tested again by the
+    deletion itself, in its own transaction."""
+    for n in range(10):
+        history.record_turn("ann", f"old-{n}", f"heron count {n}", "ok", at=OLD)
+    history.index_pending()  # the sweep visits users with an indexed turn
+    store = history.store
+    delete = store.delete_conversation
+    acknowledged = {}
+
+    def between(user_id: str, conversation_id: str, **options: Any) -> bool:
+        if conversation_id in {"old-0", "old-3", "old-9"}:  # the hook: a turn arrives now
+            turn = history.record_turn(user_id, conversation_id, "a live question", "answer")
+            acknowledged[conversation_id] = turn
+        return delete(user_id, conversation_id, **options)
+
+    monkeypatch.setattr(store, "delete_conversation", between)
+    assert store.expire_conversations(NOW - timedelta(days=365)) == 7
+    assert _conversations(history, "ann") == ["old-0", "old-3", "old-9"]
+    for conversation_id, turn in acknowledged.items():
+        turns = history.conversation_turns("ann", conversation_id)
+        assert [t.question for t in turns] == [
+            conversation_id.replace("old-", "heron count "),
+            "a live question",
+        ]
+        assert turns[-1].id == turn.turn_id
+    history.index_pending()  # the purges of the seven
+    assert _conversations(history, "ann") == ["old-0", "old-3", "old-9"]
+    assert history.search("ann", "live question", mode="keyword")
 
 
 def test_the_worker_applies_the_period_it_is_given(tmp_path: Path) -> None:

@@ -87,6 +87,7 @@ def test_migrations_run_once(postgres: tuple[str, str]) -> None:
         "generation_clock",
         "turn_times",
         "question_terms",
+        "user_epochs",
     ]
     assert len(rows) == len(migrations.load("postgres"))
 

@@ -106,6 +106,7 @@ def _import_folder(memoro: Memoro, user: str, folder: Path, fmt: str, quiet: boo
     formats: Counter[str] = Counter()
     size_mb = max(sum(_size(f) for f in files) // 2**20, 1)
     done = 0
+    epoch = memoro.user_epoch(user)  # one import: an erase of the user stops it whole
     try:
         with Progress(size_mb, "Reading", "MB", quiet=quiet) as bar:
             for path in files:
@@ -116,7 +117,7 @@ def _import_folder(memoro: Memoro, user: str, folder: Path, fmt: str, quiet: boo
                     ] += 1
                 else:
                     try:
-                        tally.add(memoro.import_file(user, path, format=found).tally)
+                        tally.add(memoro.import_file(user, path, format=found, epoch=epoch).tally)
                         formats[found] += 1
                     except InvalidInput as exc:
                         tally.fail(str(path), str(exc))

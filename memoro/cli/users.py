@@ -27,9 +27,10 @@ def user() -> None:
 def user_delete(ctx: click.Context, user: str, yes: bool, as_json: bool) -> None:
     """Delete everything memoro holds for a user: the memory block and its
     audit, every conversation and its index, queued jobs, imports and
-    uploads, and what `memoro watch` kept of the user's logs. True on disk
-    as after any deletion; this cannot be undone. The user id can be used
-    again at once."""
+    uploads, and what `memoro watch` kept of the user's logs. An import or
+    a `memoro watch` of the user still running is cancelled (it stores
+    nothing more). True on disk as after any deletion; this cannot be
+    undone. The user id can be used again at once."""
     memoro = open_memoro(ctx)
     if not yes:
         held = plural(len(memoro.list_conversations(user)), "conversation")
@@ -41,11 +42,11 @@ def user_delete(ctx: click.Context, user: str, yes: bool, as_json: bool) -> None
         )
     deleted = memoro.delete_user(user)
     # what `memoro watch` kept of the user's logs for this database (a turn
-    # still being written among it) goes too
+    # still being written among it) goes too; a watch still running stops
+    # at its next step and removes what it may have written meanwhile
     settings: Settings = ctx.find_root().obj
     watched = settings.home / "watch" / state_name(user, settings.database_words())
-    if watched.is_dir():
-        shutil.rmtree(watched)
+    shutil.rmtree(watched, ignore_errors=True)
     if as_json:
         click.echo(json.dumps(deleted.to_json()))
     else:

@@ -11,6 +11,8 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from types import FrameType
 
@@ -20,8 +22,8 @@ from memoro.cli._app import cli, log_to_stderr, user_option
 from memoro.cli._progress import plural
 from memoro.cli.history import index_own, no_index_option
 from memoro.client import MemoroClient
-from memoro.errors import InvalidInput, StoreError, Unauthorized
-from memoro.imports.follow import Follower, Imported, Store
+from memoro.errors import InvalidInput, StoreError, Unauthorized, UserErased
+from memoro.imports.follow import Follower, Imported, StateGone, Store
 from memoro.imports.model import ImportedConversation, Tally
 from memoro.service import Memoro
 from memoro.settings import Settings
@@ -29,6 +31,8 @@ from memoro.turns import check_user
 
 RETRY_NOTICE_SECONDS = 300.0
 """How often an unreachable store is reported again while it stays so."""
+ERASED_EXIT = 3
+"""The exit status of a watch whose user was erased while it ran."""
 
 
 def default_logs() -> list[Path]:
@@ -103,7 +107,9 @@ def watch(
 
     How far each log was read is kept in a state folder, so a restart (or a
     crash) goes on where it stopped, and no turn is stored twice. Stop with
-    Ctrl-C or SIGTERM.
+    Ctrl-C or SIGTERM. Erasing the user (`memoro user delete`) stops it too:
+    nothing it read is stored, its state folder goes, and it exits with
+    status 3.
     """
     settings: Settings = ctx.find_root().obj
     log_to_stderr(settings.log_level)
@@ -112,6 +118,7 @@ def watch(
     target = server.rstrip("/") if server else settings.database_words()
     folder = state or settings.home / "watch" / state_name(user, target)
     memoro: Memoro | None = None
+    erased: Callable[[], None] = _not_known
     if server:
         client = MemoroClient(server, token or None)
         ctx.call_on_close(client.close)
@@ -122,7 +129,10 @@ def watch(
         # --once indexes its user's turns before it exits, as memoro import does
         memoro = Memoro(settings.open_store(), settings, worker=False if once or no_index else None)
         ctx.call_on_close(memoro.close)
-        store = local_store(memoro, user)
+        # an erase of the user from now on stops this watch: its stores are refused
+        epoch = memoro.user_epoch(user)
+        store = local_store(memoro, user, epoch)
+        erased = partial(memoro.check_epoch, user, epoch)
     stop = threading.Event()
     _stop_on_signals(ctx, stop)
     follower = Follower(roots, folder)
@@ -133,7 +143,21 @@ def watch(
         f" (state: {folder}).{'' if once else ' Ctrl-C stops.'}",
         err=True,
     )
-    total = _follow(follower, store, stop, interval, once)
+    try:
+        total = _follow(follower, store, stop, interval, once, erased)
+    except UserErased:
+        follower.abandon()  # nothing it read is kept, not even in its state folder
+        click.echo(
+            f"{_now()}  {user} was erased; stopping — the session logs are untouched, and"
+            " nothing read before the erase was stored",
+            err=True,
+        )
+        ctx.exit(ERASED_EXIT)
+    except StateGone as exc:
+        raise click.ClickException(
+            f"{exc} while watching; stopping (the next watch reads the logs from their start,"
+            " and their keys keep each turn once)"
+        ) from None
     summary = f"Imported {plural(total.imported, 'new turn')}."
     if once and memoro is not None and not no_index:
         indexed = index_own(memoro, user, total.imported, quiet=True)
@@ -142,16 +166,25 @@ def watch(
 
 
 def _follow(
-    follower: Follower, store: Store, stop: threading.Event, interval: float, once: bool
+    follower: Follower,
+    store: Store,
+    stop: threading.Event,
+    interval: float,
+    once: bool,
+    erased: Callable[[], None],
 ) -> Tally:
     """Look at the logs every ``interval`` seconds until stopped (once, with
     ``once``), printing a line per log that brought turns; a store that
-    cannot be reached is said once every few minutes and tried again."""
+    cannot be reached is said once every few minutes and tried again.
+    ``erased`` raises UserErased once the user was erased (checked before
+    each look; a store raises it too), and so does a state folder removed
+    under the follower when that is why."""
     total = Tally()
     failing = False
     said = 0.0
     while not stop.is_set():
         try:
+            erased()
             for found in follower.poll(store, stop.is_set):
                 total.add(found.tally)
                 if (line := describe(found)) is not None:
@@ -161,6 +194,9 @@ def _follow(
                 failing = False
         except Unauthorized as exc:
             raise click.ClickException(f"the server refused the token: {exc}") from None
+        except StateGone:
+            erased()  # removed by an erase of the user, as `memoro user delete` does?
+            raise
         except StoreError as exc:
             if once:
                 raise click.ClickException(
@@ -176,6 +212,10 @@ def _follow(
     return total
 
 
+def _not_known() -> None:
+    """Into a server, an erase there is not known here (docs/imports.md)."""
+
+
 def _check_server(client: MemoroClient, user: str) -> None:
     """Refuse at once a token that is not the user's; a server not up yet
     is tried again with every look."""
@@ -187,9 +227,9 @@ def _check_server(client: MemoroClient, user: str) -> None:
         click.echo(f"{_now()}  {exc}; trying again", err=True)
 
 
-def local_store(memoro: Memoro, user: str) -> Store:
+def local_store(memoro: Memoro, user: str, epoch: int) -> Store:
     def store(conversations: list[ImportedConversation], tally: Tally) -> None:
-        memoro.import_conversations(user, conversations, tally)
+        memoro.import_conversations(user, conversations, tally, epoch=epoch)
 
     return store
 

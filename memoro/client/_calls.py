@@ -28,6 +28,7 @@ from memoro.errors import (
     TooLarge,
     Unauthorized,
     UnknownTool,
+    UserErased,
 )
 from memoro.inputs import clean_text
 from memoro.models import (
@@ -91,6 +92,7 @@ _BY_CODE: dict[str, type[MemoroError]] = {
         UnknownTool,
         TooLarge,
         Busy,
+        UserErased,
         Unauthorized,
         KeysUnavailable,
         ConfigError,

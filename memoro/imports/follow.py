@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -45,6 +46,12 @@ SAVE_SECONDS = 30.0
 """How often a log that is being written has its state saved when no turn
 of it was stored (a crash reads at most this much again)."""
 VERSION = 1
+
+
+class StateGone(ConfigError):
+    """The state folder was removed while the follower ran (``memoro user
+    delete`` removes the user's): nothing more is saved in it."""
+
 
 Store = Callable[[list[ImportedConversation], Tally], None]
 """Stores a log's finished turns, counting into the tally; raises if it
@@ -129,11 +136,28 @@ class Follower:
         for path, reading in list(self._reading.items()):
             followed = self.followed.get(path)
             if followed is not None:
-                self._save(followed, reading)
+                with contextlib.suppress(StateGone):
+                    self._save(followed, reading)
         self._reading.clear()
         if self._lock is not None:
             self._lock.close()
             self._lock = None
+
+    def abandon(self) -> None:
+        """Stop without saving anything (the user was erased): what was read
+        is dropped, and the state folder goes too if it is still the one
+        this follower holds (not one a newer follower made since)."""
+        self._reading.clear()
+        self.followed.clear()
+        ours = True  # without a lock (Windows), or its file gone with an erase
+        if self._lock is not None:
+            with contextlib.suppress(FileNotFoundError):
+                held, there = os.fstat(self._lock.fileno()), (self.folder / "lock").stat()
+                ours = (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino)
+            self._lock.close()
+            self._lock = None
+        if ours:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
     def __enter__(self) -> Follower:
         return self
@@ -268,8 +292,12 @@ class Follower:
         target = self._file(followed.path)
         partial = target.with_suffix(".partial")
         # vars, not asdict: the reading's state is plain JSON already (no deep copy)
-        partial.write_text(json.dumps(vars(followed), separators=(",", ":")), "utf-8")
-        os.replace(partial, target)  # a crash leaves the old state or the new, whole
+        text = json.dumps(vars(followed), separators=(",", ":"))
+        try:
+            partial.write_text(text, "utf-8")
+            os.replace(partial, target)  # a crash leaves the old state or the new, whole
+        except FileNotFoundError:  # never made again: it went for a reason
+            raise StateGone(f"the state folder {self.folder} was removed") from None
         reading.saved = time.monotonic()
 
     def _forget(self, path: str) -> None:

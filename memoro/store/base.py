@@ -135,8 +135,11 @@ class BlockStore(Protocol):
         ``None``."""
         ...
 
-    def block_transaction(self, user_id: str) -> AbstractContextManager[BlockTransaction]:
-        """Open a write transaction on the user's block."""
+    def block_transaction(
+        self, user_id: str, *, epoch: int | None = None
+    ) -> AbstractContextManager[BlockTransaction]:
+        """Open a write transaction on the user's block; with ``epoch``, it
+        raises UserErased when the user was erased since it was taken."""
         ...
 
     def list_audit(self, user_id: str, *, limit: int = 100) -> list[AuditEntry]:
@@ -148,11 +151,18 @@ class HistoryStore(Protocol):
     """Every user's past turns, their conversations and their indexing."""
 
     def record_turns(
-        self, user_id: str, turns: Sequence[NewTurn], *, bulk: bool = False
+        self,
+        user_id: str,
+        turns: Sequence[NewTurn],
+        *,
+        bulk: bool = False,
+        epoch: int | None = None,
     ) -> list[RecordedTurn]:
         """Store finished turns and queue their indexing, in one transaction
         (all or none). A turn whose ``key`` the user already has is not
-        stored again. ``bulk`` jobs (imports) wait behind live turns' jobs."""
+        stored again. ``bulk`` jobs (imports) wait behind live turns' jobs.
+        With ``epoch``, nothing is stored and UserErased is raised when the
+        user was erased since it was taken."""
         ...
 
     def get_turn(self, user_id: str, turn_id: int) -> Turn | None:
@@ -190,8 +200,12 @@ class HistoryStore(Protocol):
         """A conversation's turns in order (none when deleted)."""
         ...
 
-    def delete_conversation(self, user_id: str, conversation_id: str) -> bool:
-        """Exclude a conversation from search now and queue its purge."""
+    def delete_conversation(
+        self, user_id: str, conversation_id: str, *, older_than: datetime | None = None
+    ) -> bool:
+        """Exclude a conversation from search now and queue its purge; with
+        ``older_than``, only if its newest turn (or, with none, its start) is
+        older than that, decided in the same transaction as the deletion."""
         ...
 
     def purge_conversation(self, job: Job, worker: str, conversation_id: str) -> bool:
@@ -393,11 +407,23 @@ class ImportStore(Protocol):
 
 
 class UserStore(Protocol):
-    """Erasing a user."""
+    """Erasing a user, and the epoch that lets an erase cancel work in flight."""
 
     def delete_user(self, user_id: str) -> UserDeletion:
-        """Delete every row of the user in every table, in one transaction,
-        and clean the files as after any deletion; say what was held."""
+        """Delete every row of the user in every table (their epoch too), in
+        one transaction, and clean the files as after any deletion; say what
+        was held."""
+        ...
+
+    def user_epoch(self, user_id: str) -> int:
+        """The user's epoch, begun now if they have none: work that stores
+        the user's rows over many transactions takes it when it starts and
+        hands it to each write, which raises UserErased once the user has
+        been erased since."""
+        ...
+
+    def check_epoch(self, user_id: str, epoch: int) -> None:
+        """Raise UserErased when the user was erased since ``epoch`` was taken."""
         ...
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from memoro.models import AuditEntry, AuditRecord, Operation, StoredBlock, Writer
 from memoro.store.dialect import Conn, Dialect, SqlBackend, utcnow
+from memoro.store.users import check_epoch
 
 
 def block_from_row(d: Dialect, row: Any) -> StoredBlock | None:
@@ -104,8 +105,11 @@ class SqlBlocks(SqlBackend):
         return block_from_row(self.dialect, row)
 
     @contextmanager
-    def block_transaction(self, user_id: str) -> Iterator[SqlBlockTransaction]:
+    def block_transaction(
+        self, user_id: str, *, epoch: int | None = None
+    ) -> Iterator[SqlBlockTransaction]:
         with self._write(user_id) as conn:
+            check_epoch(conn, user_id, epoch)
             tx = SqlBlockTransaction(self.dialect, conn, user_id)
             yield tx
         if tx.deleted:

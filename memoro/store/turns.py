@@ -18,6 +18,7 @@ from memoro.store import keywords
 from memoro.store.dialect import Conn, Dialect, utcnow
 from memoro.store.memory import saved
 from memoro.store.queue import SqlQueue, finish
+from memoro.store.users import check_epoch
 
 VISIBLE = (
     " JOIN conversations cv ON cv.user_id = t.user_id AND cv.id = t.conversation_id"
@@ -32,6 +33,17 @@ VISIBLE_CHUNKS = (
 
 PURGED = ("conversations", "turns", "chunks", "vectors")
 """The tables a conversation's purge deletes from."""
+
+
+def idle_before(conversations: str) -> str:
+    """SQL, with one ``?`` for a time, true for a row of ``conversations``
+    (a table or its alias) whose newest turn — or, with none, whose start —
+    is older than that time."""
+    c = conversations
+    return (
+        f" COALESCE((SELECT max(t.at) FROM turns t WHERE t.user_id = {c}.user_id"
+        f" AND t.conversation_id = {c}.id), {c}.created_at) < ?"
+    )
 
 
 def turn_from_row(d: Dialect, row: Any) -> Turn:
@@ -56,9 +68,15 @@ class SqlTurns(SqlQueue):
     """(table, column) holding each user's generation, keyed by user_id."""
 
     def record_turns(
-        self, user_id: str, turns: Sequence[NewTurn], *, bulk: bool = False
+        self,
+        user_id: str,
+        turns: Sequence[NewTurn],
+        *,
+        bulk: bool = False,
+        epoch: int | None = None,
     ) -> list[RecordedTurn]:
         with self._write(user_id) as conn:
+            check_epoch(conn, user_id, epoch)
             recorded = [self._record(conn, user_id, turn, bulk) for turn in turns]
         if any(purged for _, purged in recorded):
             self._deleted(PURGED)  # the deleted conversation's text leaves the files too
@@ -184,15 +202,20 @@ class SqlTurns(SqlQueue):
         return [turn_from_row(self.dialect, r) for r in rows]
 
     @abc.abstractmethod
-    def delete_conversation(self, user_id: str, conversation_id: str) -> bool:
-        """Hide a conversation from search now and queue its purge."""
+    def delete_conversation(
+        self, user_id: str, conversation_id: str, *, older_than: datetime | None = None
+    ) -> bool:
+        """Hide a conversation from search now and queue its purge (with
+        ``older_than``, only one idle since before it: ``idle_before``)."""
 
     def expire_conversations(self, cutoff: datetime) -> int:
         """Delete, as their user would, the conversations whose newest turn
         (or, with none, whose start) is older than ``cutoff``, one user at a
         time under that user's policy; how many. The users come from the
         generation table, which has a row for everyone with an indexed turn
-        (a turn not indexed yet is recent, or is taken on the next call)."""
+        (a turn not indexed yet is recent, or is taken on the next call).
+        Each deletion tests the age again in its own transaction: a turn
+        recorded after the listing keeps its conversation."""
         table, _ = self._generations
         with self._queue(write=False) as conn:
             users = [r["user_id"] for r in conn.execute(f"SELECT user_id FROM {table}")]
@@ -202,13 +225,11 @@ class SqlTurns(SqlQueue):
             with self._read(user_id) as conn:
                 old = conn.execute(
                     "SELECT c.id FROM conversations c WHERE c.user_id = ?"
-                    " AND c.deleted_at IS NULL AND COALESCE((SELECT max(t.at) FROM turns t"
-                    " WHERE t.user_id = c.user_id AND t.conversation_id = c.id),"
-                    " c.created_at) < ?",
+                    " AND c.deleted_at IS NULL AND" + idle_before("c"),
                     (user_id, when),
                 ).fetchall()
             for row in old:
-                expired += self.delete_conversation(user_id, row["id"])
+                expired += self.delete_conversation(user_id, row["id"], older_than=cutoff)
         return expired
 
     # -- indexing ------------------------------------------------------------
@@ -264,6 +285,7 @@ class SqlTurns(SqlQueue):
         self, model: str, user_id: str, vectors: dict[int, npt.NDArray[np.float32]]
     ) -> None:
         with self._write(user_id) as conn:
+            added = False
             for chunk_id, windows in vectors.items():
                 if conn.execute(
                     "SELECT 1" + VISIBLE_CHUNKS + " WHERE c.id = ? AND c.user_id = ?",
@@ -274,7 +296,9 @@ class SqlTurns(SqlQueue):
                         (user_id, chunk_id, model),
                     )
                     self._insert_vectors(conn, chunk_id, user_id, model, windows)
-            self._stale(conn, user_id)
+                    added = True
+            if added:  # none when the user was erased meanwhile: no row of theirs comes back
+                self._stale(conn, user_id)
 
     @abc.abstractmethod
     def _purge(self, conn: Conn, user_id: str, conversation_id: str) -> None:

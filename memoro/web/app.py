@@ -41,6 +41,7 @@ from memoro.errors import (
     TooLarge,
     Unauthorized,
     UnknownTool,
+    UserErased,
 )
 from memoro.mcp_server import MemoroMCP
 from memoro.service import Memoro
@@ -62,6 +63,7 @@ STATUS = {
     Forbidden: 403,
     Unauthorized: 401,
     BlockChanged: 412,
+    UserErased: 409,
     UnknownTool: 404,
     InvalidInput: 422,
     ConfigError: 500,

@@ -197,9 +197,11 @@ class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, SqlUsers
         return self.blocks.get(user_id)
 
     @contextmanager
-    def block_transaction(self, user_id: str) -> Iterator[SqlBlockTransaction]:
+    def block_transaction(
+        self, user_id: str, *, epoch: int | None = None
+    ) -> Iterator[SqlBlockTransaction]:
         try:
-            with super().block_transaction(user_id) as tx:
+            with super().block_transaction(user_id, epoch=epoch) as tx:
                 yield tx
         finally:  # after the commit: this process's next fetch reads it
             self.blocks.changed(user_id)

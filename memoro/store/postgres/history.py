@@ -6,6 +6,7 @@ anyway: RLS is the second wall, not the first."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from memoro.store import keywords
 from memoro.store.dialect import Conn
 from memoro.store.postgres._db import vector_literal
 from memoro.store.queue import finish
-from memoro.store.turns import PURGED, SqlTurns
+from memoro.store.turns import PURGED, SqlTurns, idle_before
 
 
 class PgHistory(SqlTurns):
@@ -41,15 +42,22 @@ class PgHistory(SqlTurns):
             [(chunk_id, user_id, model, part, vector_literal(w)) for part, w in enumerate(windows)],
         )
 
-    def delete_conversation(self, user_id: str, conversation_id: str) -> bool:
+    def delete_conversation(
+        self, user_id: str, conversation_id: str, *, older_than: datetime | None = None
+    ) -> bool:
         """Hide the conversation at once — its vectors go in the same
         transaction and every server's in-memory index of the user is read
         again — and queue its purge."""
+        idle, when = (
+            ("", ())
+            if older_than is None
+            else (" AND" + idle_before("conversations"), (older_than,))
+        )
         with self._write(user_id) as conn:
             done = conn.execute(
                 "UPDATE conversations SET deleted_at = now()"
-                " WHERE user_id = %s AND id = %s AND deleted_at IS NULL",
-                (user_id, conversation_id),
+                " WHERE user_id = ? AND id = ? AND deleted_at IS NULL" + idle,
+                (user_id, conversation_id, *when),
             ).rowcount
             if not done:
                 return False
@@ -127,8 +135,10 @@ class PgHistory(SqlTurns):
         gone = 0
         for user_id in users:
             with self._write(user_id) as conn:
-                gone += conn.execute(
+                dropped = conn.execute(
                     "DELETE FROM vectors WHERE user_id = %s AND model != %s", (user_id, keep_model)
                 ).rowcount
-                self._stale(conn, user_id)
+                if dropped:  # none for a user erased since the listing: nothing of theirs is added
+                    self._stale(conn, user_id)
+                gone += dropped
         return gone

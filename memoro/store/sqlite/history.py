@@ -15,8 +15,8 @@ from memoro.store.dialect import Conn
 from memoro.store.keywords import ChunkTerms
 from memoro.store.memory.search import IndexedSearch
 from memoro.store.queue import finish
-from memoro.store.sqlite._db import Database, now
-from memoro.store.turns import VISIBLE, VISIBLE_CHUNKS, SqlTurns
+from memoro.store.sqlite._db import Database, iso, now
+from memoro.store.turns import VISIBLE, VISIBLE_CHUNKS, SqlTurns, idle_before
 
 
 def _placeholders(n: int) -> str:
@@ -52,13 +52,20 @@ class History(IndexedSearch, SqlTurns):
 
     # -- deletion ----------------------------------------------------------
 
-    def delete_conversation(self, user_id: str, conversation_id: str) -> bool:
+    def delete_conversation(
+        self, user_id: str, conversation_id: str, *, older_than: datetime | None = None
+    ) -> bool:
         """Hide the conversation from search at once and queue its purge."""
+        idle, when = (
+            ("", ())
+            if older_than is None
+            else (" AND" + idle_before("conversations"), (iso(older_than),))
+        )
         with self.db.write() as conn:
             cur = conn.execute(
                 "UPDATE conversations SET deleted_at = ? WHERE user_id = ? AND id = ?"
-                " AND deleted_at IS NULL",
-                (now(), user_id, conversation_id),
+                " AND deleted_at IS NULL" + idle,
+                (now(), user_id, conversation_id, *when),
             )
             if cur.rowcount == 0:
                 return False

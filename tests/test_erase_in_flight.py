@@ -1,0 +1,325 @@
+"""Erasing a user while work of theirs is in flight (A1): after the erase
+returns, nothing of the user comes back from work that began before it — an
+import in this process or in another, an upload imported by a worker, an
+indexing job or a reindex mid-batch, a saved index copy being written — on
+SQLite and PostgreSQL. The erase cancels such work instead of waiting for
+it: the work stops at its next write with a clear error (no traceback in any
+log), and the id takes new work at once. Each erase here comes at a set
+point (a hook that runs it on another service and thread and waits for it),
+never after a sleep. ``memoro watch`` is in tests/test_watch_erase.py."""
+
+from __future__ import annotations
+
+import io
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from memoro.cli import cli
+from memoro.errors import UserErased
+from memoro.models import NewTurn, UserDeletion
+from memoro.service import Memoro
+from memoro.settings import Settings
+from memoro.store.memory import saved
+from memoro.store.sqlite import SqliteStore
+from memoro.testing import HashEmbedder
+from tests.test_erase import Backend, backend  # noqa: F401 - a fixture
+from tests.test_store_postgres_roles import roles  # noqa: F401 - a fixture
+from tests.test_store_sqlite import upload
+
+
+def export_of(tmp_path: Path, turns: int, answer: str = "noted") -> bytes:
+    """memoro's own export of a user with a block and ``turns`` turns, in
+    conversations of 600 (so an import's first batch ends mid-conversation)."""
+    home = tmp_path / f"source-{turns}-{len(answer)}"
+    with Memoro(
+        SqliteStore(home / "memoro.db"), Settings(home=home), embedder=None, worker=False
+    ) as source:
+        source.write_block("src", "Name: Ann\nBadge: QUOKKA-7", writer="user")
+        source.import_turns(
+            "src",
+            [
+                NewTurn(f"c{i // 600}", f"WOMBAT question {i}", f"{answer} {i}", None, f"k{i}")
+                for i in range(turns)
+            ],
+        )
+        return "".join(source.export("src")).encode()
+
+
+class Eraser:
+    """Erases a user from another service (another server on the same
+    database) on another thread, once, and waits for it to return."""
+
+    def __init__(self, service: Memoro, user: str) -> None:
+        self.service, self.user = service, user
+        self.deleted: UserDeletion | None = None
+
+    def __call__(self) -> None:
+        if self.deleted is not None:
+            return
+
+        def erase() -> None:
+            self.deleted = self.service.delete_user(self.user)
+
+        thread = threading.Thread(target=erase)
+        thread.start()
+        thread.join()
+        assert self.deleted is not None
+
+    @property
+    def done(self) -> bool:
+        return self.deleted is not None
+
+
+def nothing_of(backend: Backend, user: str) -> dict[str, int]:  # noqa: F811
+    """The tables that hold a row of ``user``: none, after an erase."""
+    return {table: n for table, n in backend.rows_of(user).items() if n}
+
+
+@pytest.fixture
+def services(backend: Backend) -> Iterator[tuple[Memoro, Memoro]]:  # noqa: F811
+    """(the service doing the work, the one erasing), on one database."""
+    working, erasing = backend.service(), backend.service()
+    yield working, erasing
+    working.close()
+    erasing.close()
+
+
+def test_an_import_erased_part_way_stores_nothing_more_and_says_so(
+    backend: Backend,  # noqa: F811
+    services: tuple[Memoro, Memoro],
+    tmp_path: Path,
+) -> None:
+    working, erasing = services
+    data = export_of(tmp_path, 1_200)
+    erase = Eraser(erasing, "ann")
+
+    def progress(done: int, size: int) -> None:
+        erase()  # the set point: after the first batch of 500 was stored
+
+    with pytest.raises(UserErased, match="ann was erased while this import ran, so it was"):
+        working.import_file("ann", io.BytesIO(data), progress=progress)
+    assert erase.deleted is not None and erase.deleted.turns == 500  # went with the erase
+    assert nothing_of(backend, "ann") == {}  # the 700 read after it, and the block: none
+    working.index_pending()
+    assert nothing_of(backend, "ann") == {}
+    # the id takes new work at once: the same import begun now stores it all
+    report = working.import_file("ann", io.BytesIO(data))
+    assert report.tally.imported == 1_200 and report.block == "restored"
+    assert working.read_block("ann") is not None
+
+
+def test_turns_handed_to_an_import_while_the_user_is_erased_are_not_stored(
+    backend: Backend,  # noqa: F811
+    services: tuple[Memoro, Memoro],
+) -> None:
+    working, erasing = services
+    working.record_turn("ann", "live", "a live turn", "ok")
+    erase = Eraser(erasing, "ann")
+
+    def turns() -> Iterator[NewTurn]:
+        for i in range(900):
+            if i == 300:
+                erase()  # the iterator the import reads waits for the erase
+            yield NewTurn(f"c{i % 3}", f"WOMBAT {i}", "ok", None, f"k{i}")
+
+    with pytest.raises(UserErased, match="ann was erased while this import ran"):
+        working.import_turns("ann", turns())
+    assert nothing_of(backend, "ann") == {}
+    assert len(working.import_turns("ann", turns())) == 900  # new work after the erase
+
+
+@pytest.mark.parametrize("when", ["after a batch", "between two parts"])
+def test_an_upload_a_worker_imports_is_cancelled_by_an_erase(
+    backend: Backend,  # noqa: F811
+    services: tuple[Memoro, Memoro],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    when: str,
+) -> None:
+    """The worker reads the stored upload a part (1 MiB) at a time: what
+    it had read before the erase is not stored after it, and the parts the
+    erase took are no failure with a traceback but the cancelled import."""
+    worker, server = services
+    # one part, held whole by the reader, or two parts (1 MiB each at most)
+    data = export_of(tmp_path, 1_200, answer="x" * (10 if when == "after a batch" else 900))
+    assert (len(data) > 1 << 20) == (when == "between two parts")
+    import_id = upload(server, "ann", "export.json", data)
+    erase = Eraser(server, "ann")
+    if when == "after a batch":
+        record = worker.store.record_turns
+
+        def recorded(*args: Any, **options: Any) -> Any:
+            try:
+                return record(*args, **options)
+            finally:
+                erase()
+
+        monkeypatch.setattr(worker.store, "record_turns", recorded)
+    else:
+        part = worker.store.upload_part
+
+        def read(user_id: str, import_id: str, number: int) -> bytes | None:
+            if number == 1:
+                erase()
+            return part(user_id, import_id, number)
+
+        monkeypatch.setattr(worker.store, "upload_part", read)
+    with caplog.at_level(logging.INFO, logger="memoro"):
+        worker.index_pending()
+    assert erase.done
+    assert nothing_of(backend, "ann") == {}
+    assert server.import_status("ann", import_id) is None  # erased with the rest
+    assert f"import {import_id} was cancelled: its user was erased" in caplog.text
+    assert [
+        r.getMessage() for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR
+    ] == []
+    monkeypatch.undo()
+    again = upload(server, "ann", "export.json", export_of(tmp_path, 20))  # the id, at once
+    worker.index_pending()
+    assert server.import_status("ann", again).status.value == "done"  # type: ignore[union-attr]
+    assert len(server.conversation_turns("ann", "c0")) == 20
+
+
+class ErasingEmbedder(HashEmbedder):
+    """Embeds as HashEmbedder, after running ``before`` on its first call."""
+
+    def __init__(self, before: Callable[[], None]) -> None:
+        super().__init__()
+        self.before = before
+
+    def embed_documents(self, texts: Any) -> Any:
+        self.before()
+        return super().embed_documents(texts)
+
+
+def test_an_indexing_batch_that_ends_after_the_erase_stores_nothing(
+    backend: Backend,  # noqa: F811
+) -> None:
+    erasing = backend.service()
+    indexing = Memoro(
+        backend.open(),
+        Settings(home=backend.tmp_path),
+        embedder=ErasingEmbedder(Eraser(erasing, "ann")),
+        worker=False,
+    )
+    for user in ("ann", "bob"):
+        for i in range(5):
+            indexing.record_turn(user, "c", f"{user} WOMBAT heron {i}", "ok")
+    indexing.worker.threads = 1  # one batch holds every job: chunked, then embedded
+    indexing.index_pending()
+    assert nothing_of(backend, "ann") == {}
+    assert len(indexing.search("bob", "heron", mode="semantic", limit=10)) == 5
+    indexing.close()
+    erasing.close()
+
+
+def test_a_reindex_that_ends_after_the_erase_stores_nothing(
+    backend: Backend,  # noqa: F811
+) -> None:
+    """Vectors for chunks indexed without the model (or by another one):
+    the erase comes while they are being embedded."""
+    keywords = Memoro(backend.open(), Settings(home=backend.tmp_path), embedder=None, worker=False)
+    for i in range(3):
+        keywords.record_turn("ann", "c", f"WOMBAT heron {i}", "ok")
+    keywords.index_pending()
+    keywords.close()
+    erasing = backend.service()
+    reindexing = Memoro(
+        backend.open(),
+        Settings(home=backend.tmp_path),
+        embedder=ErasingEmbedder(Eraser(erasing, "ann")),
+        worker=False,
+    )
+    reindexing.reindex()
+    assert nothing_of(backend, "ann") == {}  # not even the user's generation
+    reindexing.close()
+    erasing.close()
+
+
+def test_a_saved_index_copy_written_across_the_erase_is_not_kept(
+    backend: Backend,  # noqa: F811
+    services: tuple[Memoro, Memoro],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The worker brings a large user's index up to date after indexing and
+    saves a copy of it on a thread; the erase comes between the build and
+    the copy's write."""
+    working, erasing = services
+    monkeypatch.setattr(saved, "SAVE_MIN", 1)  # every user counts as large
+    erase = Eraser(erasing, "ann")
+    pack = saved.pack
+
+    def packed(arrays: saved.Arrays) -> memoryview:
+        erase()
+        return pack(arrays)
+
+    monkeypatch.setattr(saved, "pack", packed)
+    for i in range(3):
+        working.record_turn("ann", "c", f"WOMBAT heron {i}", "ok")
+    working.index_pending()  # indexes, then prepares ann's index: the copy is saved
+    working.store.saver.flush()  # type: ignore[attr-defined]
+    assert erase.done
+    assert nothing_of(backend, "ann") == {}
+
+
+def test_memoro_import_says_the_erase_cancelled_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``memoro import`` while ``memoro user delete`` runs elsewhere: one
+    clear line and exit code 1, no traceback, nothing of the user left."""
+    path = tmp_path / "export.json"
+    path.write_bytes(export_of(tmp_path, 1_200))
+    home = tmp_path / "home"
+    env = {"MEMORO_HOME": str(home), "MEMORO_EMBEDDER": "keyword"}
+    other = Memoro(
+        SqliteStore(home / "memoro.db"), Settings(home=home), embedder=None, worker=False
+    )
+    erase = Eraser(other, "ann")
+    record = SqliteStore.record_turns
+
+    def recorded(store: SqliteStore, *args: Any, **options: Any) -> Any:
+        try:
+            return record(store, *args, **options)
+        finally:
+            erase()  # after the first batch, from another process's service
+
+    monkeypatch.setattr(SqliteStore, "record_turns", recorded)
+    result = CliRunner().invoke(cli, ["import", str(path), "-u", "ann", "--quiet"], env=env)
+    monkeypatch.undo()
+    other.close()
+    assert result.exit_code == 1
+    assert result.stderr.strip() == (
+        "Error: ann was erased while this import ran, so it was cancelled: nothing it read"
+        " is kept (what it had stored went with the erase)"
+    )
+    with Memoro(
+        SqliteStore(home / "memoro.db"), Settings(home=home), embedder=None, worker=False
+    ) as memoro:
+        assert memoro.list_conversations("ann") == [] and memoro.read_block("ann") is None
+
+
+def test_an_import_on_the_app_role_is_cancelled_by_an_erase_on_the_worker_role(
+    roles: tuple[Memoro, Memoro],  # noqa: F811 - the fixture imported above
+) -> None:
+    """On PostgreSQL the epoch is under row-level security like every row
+    of a user: a server's role takes and checks it as its own."""
+    app, worker = roles
+    erase = Eraser(worker, "ann")
+
+    def turns() -> Iterator[NewTurn]:
+        for i in range(20):
+            if i == 10:
+                erase()
+            yield NewTurn("c", f"WOMBAT {i}", "ok", None, f"k{i}")
+
+    with pytest.raises(UserErased):
+        app.import_turns("ann", turns())
+    assert app.list_conversations("ann") == [] and worker.list_conversations("ann") == []
+    assert [c.id for c in app.list_conversations("bob")] == ["kept"]
