@@ -6,6 +6,7 @@ example run as it is written."""
 from __future__ import annotations
 
 import re
+import shlex
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -13,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from memoro.auth import Signer
+from memoro.cli import cli
 from memoro.client import MemoroClient
 from memoro.prompt import memory_section
 from memoro.service import Memoro
@@ -100,6 +103,44 @@ def run_first_example(
     memory = namespace["memory"]
     assert isinstance(memory, Memoro)
     return memory
+
+
+CHECK = "## Check it worked"
+_TIME = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC")
+
+
+def check_section(page: str) -> tuple[list[str], str]:
+    """The commands of the section ``docs/integrations/<page>`` ends with,
+    which show that its example worked, and the output the page says they
+    print."""
+    text = (DOCS / page).read_text("utf-8")
+    _, found, section = text.rpartition(f"\n{CHECK}\n")
+    assert found, f"{page} does not end with a {CHECK!r} section"
+    assert "\n## " not in section, f"{CHECK!r} is not the last section of {page}"
+    commands = re.search(r"```sh\n(.*?)```", section, re.S)
+    printed = re.search(r"```text\n(.*?)```", section, re.S)
+    assert commands and printed, f"{page}: {CHECK!r} needs the commands and what they print"
+    lines = [line.split("#")[0].strip() for line in commands[1].splitlines()]
+    return [line for line in lines if line], printed[1]
+
+
+def check_it_worked(page: str, home: Path) -> None:
+    """Run the commands a page ends with, as a newcomer would after its
+    example (with the same MEMORO_HOME), and compare what they print with
+    what the page shows (any time matches a time; tabs print as spaces)."""
+    commands, shown = check_section(page)
+    printed = ""
+    for command in commands:
+        words = shlex.split(command)
+        assert words[0] == "memoro", command
+        result = CliRunner().invoke(cli, words[1:], env={"MEMORO_HOME": str(home)})
+        assert result.exit_code == 0, result.output
+        printed += result.stdout
+
+    def plain(text: str) -> str:
+        return re.sub(r"[ \t]+", " ", _TIME.sub("<time>", text))
+
+    assert plain(printed) == plain(shown)
 
 
 def indexed(memory: Memoro, deadline: float = 60.0) -> None:

@@ -19,6 +19,7 @@ from memoro.tools import TOOLS
 from tests.integrations.memories import (
     Memories,
     assert_block_last,
+    check_it_worked,
     ends_with_block,
     offered,
     run_first_example,
@@ -235,3 +236,4 @@ def test_the_docs_example_runs_as_written(
         assert ends_with_block(llm.requests[1], "Preferred name: Al")
     finally:
         memory.close()
+    check_it_worked("agent-framework.md", tmp_path / "home")

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -28,13 +31,15 @@ with warnings.catch_warnings():  # crewai.rag sets up its submodules in a way Py
         unregister_before_tool_call_hook,
     )
 
+from memoro.history.model_file import cache_dir
 from memoro.integrations.crewai import UserMemory
 from memoro.testing import ScriptedLLM, Step, say
 from memoro.tools import TOOLS
 from tests.integrations.memories import (
+    DOCS,
     Memories,
     assert_block_last,
-    run_first_example,
+    check_it_worked,
     system_text,
     turns,
 )
@@ -236,13 +241,59 @@ def test_a_kickoff_without_the_users_message_says_which_input_to_pass(
     assert llm.requests == []
 
 
-def test_the_docs_example_runs_as_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, llm: ScriptedLLM
+# each Python process of the docs test reports any name it looks up or address it
+# connects to off this machine
+_WATCH = """
+import sys
+
+def _off_the_machine(event, args):
+    local = ("127.0.0.1", "::1", "localhost")
+    if event == "socket.getaddrinfo" and args[0] not in local:
+        sys.stderr.write(f"memoro-test: looked up {args[0]}\\n")
+    if event == "socket.connect" and isinstance(args[1], tuple) and args[1][0] not in local:
+        sys.stderr.write(f"memoro-test: connected to {args[1]}\\n")
+
+sys.addaudithook(_off_the_machine)
+"""
+
+
+def test_the_docs_example_runs_as_written_asks_nothing_and_stays_on_the_machine(
+    tmp_path: Path, llm: ScriptedLLM
 ) -> None:
+    """The page followed to the letter in an account CrewAI has never run
+    in: its setup lines, then its example, every Python process watched
+    for a lookup or connection off the machine; then the lines that show
+    it worked."""
     llm.script(act("memory_write", {"block": "Preferred name: Al"}), final("Noted, Al."))
-    memory = run_first_example("crewai.md", tmp_path, monkeypatch, llm)
-    try:
-        assert memory.read_block("alice").text == "Preferred name: Al"
-        assert turns(memory, "alice") == [("Call me Al from now on.", "Noted, Al.")]
-    finally:
-        memory.close()
+    page = (DOCS / "crewai.md").read_text("utf-8")
+    _install, setup, *_ = re.findall(r"```sh\n(.*?)```", page, re.S)
+    example = re.findall(r"```python\n(.*?)```", page, re.S)[0]
+    project, watch, home = tmp_path / "project", tmp_path / "watch", tmp_path / "home"
+    project.mkdir()
+    watch.mkdir()
+    (project / "example.py").write_text(example, "utf-8")
+    (watch / "sitecustomize.py").write_text(_WATCH, "utf-8")
+    env = {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "HOME": str(tmp_path / "account"),  # no CrewAI answers kept from earlier runs
+        "XDG_CACHE_HOME": str(cache_dir().parent),  # the embedding model already built
+        "PYTHONPATH": str(watch),
+        "MEMORO_HOME": str(home),
+        "OPENAI_BASE_URL": llm.openai_url,
+        "OPENAI_API_KEY": "test",
+    }
+    ran = subprocess.run(
+        ["bash", "-c", f"set -e\n{setup}\npython example.py"],
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,  # a question would be answered at once, and show below
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "memoro-test:" not in ran.stderr, ran.stderr
+    assert "execution traces" not in ran.stdout, ran.stdout
+    assert ran.stdout.endswith("\nNoted, Al.\n"), ran.stdout
+    assert_block_last(llm.requests[1], "Preferred name: Al")
+    check_it_worked("crewai.md", home)

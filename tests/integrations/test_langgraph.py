@@ -24,6 +24,7 @@ from memoro.testing import ScriptedLLM, call, say
 from memoro.tools import TOOLS
 from tests.integrations.memories import (
     Memories,
+    check_it_worked,
     ends_with_block,
     indexed,
     offered,
@@ -246,3 +247,4 @@ def test_the_docs_example_runs_as_written(
         assert hits[0].conversation_id == "conversation-1"
     finally:
         memory.close()
+    check_it_worked("langgraph.md", tmp_path / "home")

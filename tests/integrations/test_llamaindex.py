@@ -23,6 +23,7 @@ from memoro.tools import TOOLS
 from tests.integrations.memories import (
     Memories,
     assert_block_last,
+    check_it_worked,
     offered,
     run_first_example,
     system_text,
@@ -234,3 +235,4 @@ def test_the_docs_example_runs_as_written(
         assert turns(memory, "alice") == [("Call me Al from now on.", "Noted, Al.")]
     finally:
         memory.close()
+    check_it_worked("llamaindex.md", tmp_path / "home")

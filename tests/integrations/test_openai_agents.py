@@ -26,6 +26,7 @@ from memoro.testing import ScriptedLLM, call, say
 from memoro.tools import TOOLS
 from tests.integrations.memories import (
     Memories,
+    check_it_worked,
     ends_with_block,
     indexed,
     offered,
@@ -206,3 +207,4 @@ def test_the_docs_example_runs_as_written(
         )
     finally:
         memory.close()
+    check_it_worked("openai-agents.md", tmp_path / "home")
