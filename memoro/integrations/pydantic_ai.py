@@ -89,23 +89,41 @@ class MemoroCapability(capabilities.AbstractCapability):  # type: ignore[misc]
             self.memory,
             user_in(ctx.deps),
             ctx.conversation_id or ctx.run_id,
-            _question(ctx.prompt, result.all_messages()),
+            _question(ctx.prompt, result),
             _text(result.output),
         )
         return result
 
 
-def _question(prompt: Any, messages: list[Any]) -> str:
-    """What the user asked in this exchange: the run's prompt, or, for a run
-    that continues its history without one (a paused run resumed with the
-    deferred tools' results), the last prompt in that history."""
-    if prompt is not None:
-        return _text(prompt)
-    for message in reversed(messages):
-        for part in reversed(getattr(message, "parts", ())):
-            if isinstance(part, pydantic_ai.UserPromptPart):
-                return _text(part.content)
-    return ""
+def _question(prompt: Any, result: Any) -> str:
+    """What the user asked in the exchange this run ends: the run's prompt,
+    after the prompt of the run it resumes when it answers a pause for
+    deferred tools (then it may have no prompt of its own)."""
+    messages = result.all_messages()
+    history = messages[: len(messages) - len(result.new_messages())]
+    own = "" if prompt is None else _text(prompt)
+    if prompt is not None and not _paused(history):
+        return own
+    earlier = next(
+        (
+            _text(part.content)
+            for message in reversed(history or messages)
+            for part in reversed(getattr(message, "parts", ()))
+            if isinstance(part, pydantic_ai.UserPromptPart)
+        ),
+        "",
+    )
+    return "\n\n".join(text for text in (earlier, own) if text)
+
+
+def _paused(history: list[Any]) -> bool:
+    """The history ends with a response whose tool calls have no results
+    yet: the run that made it stopped for deferred tools."""
+    return (
+        bool(history)
+        and isinstance(history[-1], pydantic_ai.ModelResponse)
+        and any(isinstance(part, pydantic_ai.ToolCallPart) for part in history[-1].parts)
+    )
 
 
 def _text(content: Any) -> str:

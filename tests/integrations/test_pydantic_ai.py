@@ -238,6 +238,38 @@ def test_a_run_paused_for_approval_and_resumed_is_one_turn_recorded_when_it_ends
     assert (turn.question, turn.answer) == ("Cancel order A-17.", "Order A-17 is cancelled.")
 
 
+def test_a_paused_run_resumed_with_a_new_prompt_is_one_turn_with_both_prompts(
+    memories: Memories, llm: ScriptedLLM
+) -> None:
+    provider = OpenAIProvider(base_url=llm.openai_url, api_key="test")
+    bot = Agent(
+        OpenAIChatModel("scripted", provider=provider),
+        capabilities=[MemoroCapability(memories.memory)],
+        output_type=[str, DeferredToolRequests],
+    )
+
+    @bot.tool_plain(requires_approval=True)
+    def cancel_order(order: str) -> str:
+        """Cancel an order."""
+        return f"Order {order} cancelled."
+
+    llm.script(call("cancel_order", {"order": "A-17"}))
+    paused = ask(bot, "Cancel order A-17.", "alice")
+    (asked,) = paused.output.approvals
+    llm.script(say("Cancelled, and noted."))
+    ask(
+        bot,
+        "And never ship to my old address.",
+        "alice",
+        message_history=paused.all_messages(),
+        deferred_tool_results=DeferredToolResults(approvals={asked.tool_call_id: True}),
+    )
+    (conversation,) = memories.service.list_conversations("alice")
+    (turn,) = memories.service.conversation_turns("alice", conversation.id)
+    assert turn.question == "Cancel order A-17.\n\nAnd never ship to my old address."
+    assert turn.answer == "Cancelled, and noted."
+
+
 def test_the_toolset_alone_acts_for_the_runs_user(memories: Memories, llm: ScriptedLLM) -> None:
     provider = OpenAIProvider(base_url=llm.openai_url, api_key="test")
     bot = Agent(
