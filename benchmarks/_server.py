@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 
@@ -23,17 +24,20 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start(env: dict[str, str], *args: str) -> tuple[str, subprocess.Popen[bytes]]:
+def start(
+    env: dict[str, str], *args: str, log: Path | None = None
+) -> tuple[str, subprocess.Popen[bytes]]:
     """Start ``memoro serve`` with ``env`` (token auth unless it says
     otherwise) and ``args`` (e.g. ``--workers 2``); return its URL once it
-    answers, and the process."""
+    answers, and the process. Its log goes to ``log`` when given."""
     port = free_port()
     full = {**os.environ, "MEMORO_AUTH": "token", "MEMORO_SECRET": SECRET, **env}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "memoro", "serve", "--port", str(port), *args],
-        env=full,
-        stderr=subprocess.DEVNULL,
-    )
+    with log.open("ab") if log is not None else open(os.devnull, "wb") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memoro", "serve", "--port", str(port), *args],
+            env=full,
+            stderr=stderr,
+        )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:

@@ -25,6 +25,11 @@ The checks, each on a fresh database:
   not deleted is found by search afterwards.
 - The bad-input corpus (benchmarks/_bad_input.py) through every interface.
 - Schemathesis against the OpenAPI document over real HTTP, every check on.
+- Erase during imports: a user erased while an upload of theirs is imported
+  by `memoro serve`'s worker, or while `memoro import` stores their file;
+  afterwards no row of theirs in any table and no traceback in any log.
+- Retention during appends: a retention sweep runs while turns are recorded
+  into the conversations it is deleting; every acknowledged turn is kept.
 
 Processes use the keyword embedder or the hash embedder (memoro.testing):
 these checks are about the database, the queue and the processes, and the
@@ -47,6 +52,7 @@ from typing import Any
 import httpx
 from _bad_input import corpus
 from _deletion import deletion_truth, user_deletion
+from _in_flight import erase_during_imports, retention_during_appends
 from _kills import block_writes, serve, workers
 from _place import Place, Row, place
 from _server import SECRET, client, serving
@@ -62,6 +68,10 @@ FULL = {
     "clients": 32,
     "seconds": 60.0,
     "examples": 100,
+    "erase_rounds": 5,
+    "import_turns": 20_000,
+    "retention_users": 20,
+    "retention_conversations": 50,
 }
 QUICK = {
     "kills": 50,
@@ -71,6 +81,10 @@ QUICK = {
     "clients": 8,
     "seconds": 3.0,
     "examples": 8,
+    "erase_rounds": 1,
+    "import_turns": 3_000,
+    "retention_users": 4,
+    "retention_conversations": 50,
 }
 
 
@@ -238,6 +252,12 @@ def measure(spec: str, scale: dict[str, Any], seed: int) -> tuple[str, list[Row]
             lambda: mixed_load(where, scale["clients"], scale["seconds"]),
             lambda: [corpus(where)],
             lambda: [schemathesis_run(where, scale["examples"])],
+            lambda: [erase_during_imports(where, scale["erase_rounds"], scale["import_turns"])],
+            lambda: [
+                retention_during_appends(
+                    where, scale["retention_users"], scale["retention_conversations"]
+                )
+            ],
         ]
         rows = []
         for check in checks:
