@@ -10,7 +10,9 @@ import fcntl
 import json
 import os
 import queue
+import re
 import select
+import shlex
 import shutil
 import signal
 import subprocess
@@ -449,3 +451,76 @@ def test_watch_follows_the_hosts_own_folders_by_default(tmp_path: Path) -> None:
     home.mkdir()
     none = CliRunner().invoke(cli, ["watch", "-u", "ann", "--once"], env=env)
     assert none.exit_code == 1 and "no session logs found" in none.stderr
+
+
+# -- the example in docs/imports.md -------------------------------------------------
+
+
+def turns_in(home: Path, conversation: str) -> list[tuple[str, str]]:
+    with Memoro(
+        SqliteStore(home / "memoro.db"), Settings(home=home), embedder=None, worker=False
+    ) as m:
+        return [(t.question, t.answer) for t in m.conversation_turns("alice", conversation)]
+
+
+DOCS = Path(__file__).parent.parent / "docs" / "imports.md"
+HEREDOC = re.compile(r"^cat (>>?) (\S+) <<'EOF'\n(.*?)^EOF$", re.S | re.M)
+
+
+def _try_it() -> list[str]:
+    """The shell blocks of the docs' "Try it on two small logs", in order."""
+    section = DOCS.read_text("utf-8").split("### Try it on two small logs", 1)[1]
+    blocks = re.findall(r"```sh\n(.*?)```", section.split("\n### ", 1)[0], re.S)
+    assert len(blocks) == 2, "the docs' example changed shape"
+    return blocks
+
+
+def _run_block(block: str, folder: Path) -> list[Result]:
+    """What the block does: its logs written (or appended to) as given, and
+    each memoro command run with MEMORO_HOME in ``folder``."""
+    for mode, name, lines in HEREDOC.findall(block):
+        with (folder / name).open("a" if mode == ">>" else "w", encoding="utf-8") as log:
+            log.write(lines)
+    results = []
+    for line in block.splitlines():
+        if line.startswith("memoro "):
+            args = shlex.split(line.split("#", 1)[0].rstrip(" &"))[1:]
+            if args[0] == "watch":
+                args.append("--once")  # a look at the logs, as the watcher in the background does
+            results.append(run(folder / "home", *args))
+            assert results[-1].exit_code == 0, results[-1].output
+    return results
+
+
+def test_the_session_logs_in_the_docs_import_and_are_followed_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """I6: a user trying import and watch on the docs' pasted logs gets the
+    turns the docs say, and nothing of the tool calls."""
+    first, second = _try_it()
+    monkeypatch.chdir(tmp_path)  # the docs' cd ~/memoro-try
+    for folder in ("logs/claude", "logs/codex"):
+        (tmp_path / folder).mkdir(parents=True)
+    imported, listed, found = _run_block(first, tmp_path)
+    assert imported.stdout.startswith("Imported 2 new turns from 2 conversations (0 already")
+    assert "tool traffic (4)" in imported.stdout
+    claude = "claude-code:3f6c2a10-5d1e-4b7a-9c2f-8e4d6b1a0c97"
+    codex = "codex:0199b3c4-5d6e-7f80-9a1b-2c3d4e5f6a7b"
+    assert claude in listed.stdout and "Checkout test fails on CI" in listed.stdout
+    assert codex in listed.stdout and "How do I list the largest files" in listed.stdout
+    assert claude in found.stdout and codex not in found.stdout
+    assert turns_in(tmp_path / "home", codex) == [
+        (
+            "How do I list the largest files in this repo?",
+            "Run `du -ah . | sort -h | tail`: the largest is `data/fixtures.db` (1.2 GB).",
+        )
+    ]
+
+    (watched,) = _run_block(second, tmp_path)
+    assert "1 new turn in “Checkout test fails on CI”" in watched.stdout
+    assert [question for question, _ in turns_in(tmp_path / "home", claude)] == [
+        "Why does the checkout test fail on CI?",
+        "Which other tests read TAX_RATE?",
+    ]
+    again = run(tmp_path / "home", "import", str(tmp_path / "logs"), "-u", "alice")
+    assert again.stdout.startswith("Imported 0 new turns from 2 conversations (3 already there).")
