@@ -287,3 +287,29 @@ def test_cache_mb_is_a_whole_number_of_megabytes(tmp_path: Path) -> None:
     for bad in ("0", "-5", "1.5", "lots", "2000000"):
         with pytest.raises(ConfigError, match=r"MEMORO_CACHE_MB must be a whole number"):
             Settings.from_env({"MEMORO_CACHE_MB": bad, "MEMORO_HOME": str(tmp_path)})
+
+
+def test_merged_postings_keep_each_terms_chunks_in_order_so_coverage_is_exact(
+    service: Memoro, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The share of a query the best match holds is found by a binary search
+    of each term's postings: they must list their chunks in index order
+    after a tail merges into the main postings (built from several pieces)."""
+    monkeypatch.setattr(bm25, "TAIL_LIMIT", 7)
+    store = service.store
+    assert isinstance(store, SqliteStore)
+    service.search("u1", "heron")
+    for round in range(3):
+        for i in range(8):  # each round merges the tail
+            service.record_turn("u1", f"m{round}", f"a grey heron {round} {i} wades", "late")
+        service.index_pending()
+        service.search("u1", "heron")
+    index = store.keywords._users["u1"]
+    for a, b in zip(index.main.starts[:-1], index.main.starts[1:], strict=True):
+        assert np.all(np.diff(index.main.docs[a:b]) > 0)
+    fresh = SqliteStore(store.path)
+    for query in ("grey heron wades", "heron number 7", "saw heron 2 wades", "late heron"):
+        assert store.keyword_search("u1", query, 10).coverage == pytest.approx(
+            fresh.keyword_search("u1", query, 10).coverage
+        )
+    fresh.close()

@@ -101,6 +101,10 @@ class _Postings:
         time (terms are hashes, so the slices are even)."""
         sliced: list[list[Piece]] = [[] for _ in range(_PARTS)]
         total = 0
+        # taken from the end to free each as it goes, but sliced in their
+        # order: a term's documents must stay ascending (``_coverage``
+        # finds them by binary search)
+        pieces.reverse()
         while pieces:
             terms, docs, tfs = pieces.pop()
             total += len(terms)
