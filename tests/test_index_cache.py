@@ -61,12 +61,12 @@ def test_the_budget_drops_the_least_recently_searched_users_and_never_exceeds_it
     for user in ("u2", "u3", "u1"):
         service.search(user, "heron")
         assert budget(service).used <= budget(service).limit
-    # a search reads keywords, then vectors, then the keyword index's context
+    # a search reads the keyword index, then the vectors, in one read
     assert cached_users(service) == [
-        ("vectors", "u3"),
         ("keywords", "u3"),
-        ("vectors", "u1"),
+        ("vectors", "u3"),
         ("keywords", "u1"),
+        ("vectors", "u1"),
     ]
 
 
@@ -136,7 +136,7 @@ def test_context_reads_again_for_a_turn_indexed_after_the_index_was_read(
     context = store.turn_context("u1", [late.turn_id])
     assert context.neighbors == {late.turn_id: []}
     assert list(context.chunk_turn.values()) == [late.turn_id]
-    assert context.lengths == {late.turn_id: 3}  # late, egret, seen
+    assert context.turn_lengths == {late.turn_id: 3}  # late, egret, seen
     other.close()
 
 
@@ -147,14 +147,15 @@ def test_a_conversation_deleted_while_a_search_runs_is_left_out_without_a_warnin
     keep = service.record_turn("u1", "keep", "penguins on the ice", "yes")
     service.record_turn("u1", "gone", "penguins in the zoo", "no")
     service.index_pending()
-    semantic = store.semantic
+    search_view = store.search_view
 
     def deleted_in_between(*args: object) -> object:
-        # the keyword side has read; the conversation goes before the vectors are read
+        # the indexes are read; the conversation goes before the texts are
+        view = search_view(*args)  # type: ignore[arg-type]
         service.delete_conversation("u1", "gone")
-        return semantic(*args)  # type: ignore[arg-type]
+        return view
 
-    monkeypatch.setattr(store, "semantic", deleted_in_between)
+    monkeypatch.setattr(store, "search_view", deleted_in_between)
     hits = service.search("u1", "penguins", limit=50)
     assert hits.warnings == ()  # not "not yet embedded": the turn is simply gone
     assert keep.turn_id in [h.turn_id for h in hits]
