@@ -64,8 +64,9 @@ def _mean(rows: list[Row], pick: Callable[[Row], float]) -> float:
     return sum(map(pick, rows)) / len(rows) if rows else float("nan")
 
 
-def _both(rows: list[Row]) -> str:
-    return f"{_mean(rows, lambda r: r[1]):.3f} / {_mean(rows, lambda r: r[2]):.3f}"
+def _all_three(rows: list[Row]) -> str:
+    """R@5 / R@10 / NDCG@10."""
+    return " / ".join(f"{_mean(rows, lambda r, i=i: r[i]):.3f}" for i in range(3))
 
 
 def _fold_mean(cells: list[list[str]]) -> list[str]:
@@ -126,15 +127,15 @@ def report(memoro: Memoro, dataset: DataSet, questions: list[Question]) -> str:
         return [r for r, q in zip(all_rows, questions, strict=True) if keep(q)]
 
     def summary(chosen: list[Row], held: list[Question]) -> list[str]:
-        values = [_mean(chosen, lambda r: r[1]), _mean(chosen, lambda r: r[2])]
+        values = [_mean(chosen, lambda r, i=i: r[i]) for i in range(3)]
         for _, keep in extra:
             values.append(
                 _mean([r for r, q in zip(chosen, held, strict=True) if keep(q)], lambda r: r[1])
             )
         return ["—" if math.isnan(v) else f"{v:.3f}" for v in values]
 
-    head = " | ".join(["R@10", "NDCG@10", *(name for name, _ in extra)])
-    width = 2 + len(extra)
+    head = " | ".join(["R@5", "R@10", "NDCG@10", *(name for name, _ in extra)])
+    width = 3 + len(extra)
     lines = [
         f"| held out ({dataset.fold_by}) | constants | chosen on the other folds: {head}"
         f" | product's constants: {head} |",
@@ -185,7 +186,7 @@ def report(memoro: Memoro, dataset: DataSet, questions: list[Question]) -> str:
 
     sensitivity = [
         "",
-        f"One constant varied, the others at the product's values; R@10 / NDCG@10 per"
+        f"One constant varied, the others at the product's values; R@5 / R@10 / NDCG@10 per"
         f" {dataset.fold_by} and over all questions:",
         "",
         "| constant | value | " + " | ".join(folds) + " | all |",
@@ -195,10 +196,12 @@ def report(memoro: Memoro, dataset: DataSet, questions: list[Question]) -> str:
         for value in values:
             constants = {**PRODUCT, name: value}
             all_rows = rows(constants)
-            cells = [_both(subset(all_rows, lambda q, f=f: q["fold"] == f)) for f in folds]
+            cells = [_all_three(subset(all_rows, lambda q, f=f: q["fold"] == f)) for f in folds]
             mark = " (product)" if value == PRODUCT[name] else ""
             sensitivity.append(
-                f"| {name} | {value:g}{mark} | " + " | ".join(cells) + f" | {_both(all_rows)} |"
+                f"| {name} | {value:g}{mark} | "
+                + " | ".join(cells)
+                + f" | {_all_three(all_rows)} |"
             )
     return "\n".join(lines + sensitivity)
 
@@ -219,8 +222,8 @@ ABLATIONS: tuple[tuple[str, dict[str, Any]], ...] = (
 def fold_table(
     dataset: DataSet, questions: list[Question], variants: list[tuple[str, list[Row]]]
 ) -> str:
-    """R@10 / NDCG@10 of each variant per fold, their mean over the folds and
-    over all questions."""
+    """R@5 / R@10 / NDCG@10 of each variant per fold, their mean over the
+    folds and over all questions."""
     folds = sorted({q["fold"] for q in questions})
     lines = [
         f"| {dataset.name} | " + " | ".join(folds) + " | mean of the folds | all questions |",
@@ -228,12 +231,11 @@ def fold_table(
     ]
     for name, rows in variants:
         per = [[r for r, q in zip(rows, questions, strict=True) if q["fold"] == f] for f in folds]
-        r10 = sum(_mean(p, lambda r: r[1]) for p in per) / len(per)
-        nd = sum(_mean(p, lambda r: r[2]) for p in per) / len(per)
+        means = [sum(_mean(p, lambda r, i=i: r[i]) for p in per) / len(per) for i in range(3)]
         lines.append(
             f"| {name} | "
-            + " | ".join(_both(p) for p in per)
-            + f" | {r10:.3f} / {nd:.3f} | {_both(rows)} |"
+            + " | ".join(_all_three(p) for p in per)
+            + f" | {' / '.join(f'{m:.3f}' for m in means)} | {_all_three(rows)} |"
         )
     return "\n".join(lines)
 

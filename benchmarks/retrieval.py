@@ -162,14 +162,15 @@ def run(
 
 def side_by_side(results: dict[str, dict[str, dict[str, Any]]]) -> str:
     backends = list(results)
-    head = " | ".join(f"{b} R@10 | {b} NDCG@10 | {b} p50 ms" for b in backends)
-    lines = [f"| mode | {head} |", "|---|" + "---:|" * (3 * len(backends))]
+    head = " | ".join(f"{b} R@5 | {b} R@10 | {b} NDCG@10 | {b} p50 ms" for b in backends)
+    lines = [f"| mode | {head} |", "|---|" + "---:|" * (4 * len(backends))]
     for mode in next(iter(results.values())):
         cells = []
         for b in backends:
             r = results[b][mode]
             m = r["turn"]["overall"]
-            cells += [f"{m['R@10']:.3f}", f"{m['NDCG@10']:.3f}", f"{r['latency_ms']['median']:.1f}"]
+            cells += [f"{m[k]:.3f}" for k in ("R@5", "R@10", "NDCG@10")]
+            cells.append(f"{r['latency_ms']['median']:.1f}")
         lines.append(f"| {mode} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

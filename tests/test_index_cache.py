@@ -61,12 +61,12 @@ def test_the_budget_drops_the_least_recently_searched_users_and_never_exceeds_it
     for user in ("u2", "u3", "u1"):
         service.search(user, "heron")
         assert budget(service).used <= budget(service).limit
-    # a search reads keywords, then vectors, then the keyword index's context
+    # a search reads the keyword index, then the vectors, in one read
     assert cached_users(service) == [
-        ("vectors", "u3"),
         ("keywords", "u3"),
-        ("vectors", "u1"),
+        ("vectors", "u3"),
         ("keywords", "u1"),
+        ("vectors", "u1"),
     ]
 
 
@@ -136,7 +136,7 @@ def test_context_reads_again_for_a_turn_indexed_after_the_index_was_read(
     context = store.turn_context("u1", [late.turn_id])
     assert context.neighbors == {late.turn_id: []}
     assert list(context.chunk_turn.values()) == [late.turn_id]
-    assert context.lengths == {late.turn_id: 3}  # late, egret, seen
+    assert context.turn_lengths == {late.turn_id: 3}  # late, egret, seen
     other.close()
 
 
@@ -147,14 +147,15 @@ def test_a_conversation_deleted_while_a_search_runs_is_left_out_without_a_warnin
     keep = service.record_turn("u1", "keep", "penguins on the ice", "yes")
     service.record_turn("u1", "gone", "penguins in the zoo", "no")
     service.index_pending()
-    semantic = store.semantic
+    search_view = store.search_view
 
     def deleted_in_between(*args: object) -> object:
-        # the keyword side has read; the conversation goes before the vectors are read
+        # the indexes are read; the conversation goes before the texts are
+        view = search_view(*args)  # type: ignore[arg-type]
         service.delete_conversation("u1", "gone")
-        return semantic(*args)  # type: ignore[arg-type]
+        return view
 
-    monkeypatch.setattr(store, "semantic", deleted_in_between)
+    monkeypatch.setattr(store, "search_view", deleted_in_between)
     hits = service.search("u1", "penguins", limit=50)
     assert hits.warnings == ()  # not "not yet embedded": the turn is simply gone
     assert keep.turn_id in [h.turn_id for h in hits]
@@ -287,3 +288,29 @@ def test_cache_mb_is_a_whole_number_of_megabytes(tmp_path: Path) -> None:
     for bad in ("0", "-5", "1.5", "lots", "2000000"):
         with pytest.raises(ConfigError, match=r"MEMORO_CACHE_MB must be a whole number"):
             Settings.from_env({"MEMORO_CACHE_MB": bad, "MEMORO_HOME": str(tmp_path)})
+
+
+def test_merged_postings_keep_each_terms_chunks_in_order_so_coverage_is_exact(
+    service: Memoro, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The share of a query the best match holds is found by a binary search
+    of each term's postings: they must list their chunks in index order
+    after a tail merges into the main postings (built from several pieces)."""
+    monkeypatch.setattr(bm25, "TAIL_LIMIT", 7)
+    store = service.store
+    assert isinstance(store, SqliteStore)
+    service.search("u1", "heron")
+    for round in range(3):
+        for i in range(8):  # each round merges the tail
+            service.record_turn("u1", f"m{round}", f"a grey heron {round} {i} wades", "late")
+        service.index_pending()
+        service.search("u1", "heron")
+    index = store.keywords._users["u1"]
+    for a, b in zip(index.main.starts[:-1], index.main.starts[1:], strict=True):
+        assert np.all(np.diff(index.main.docs[a:b]) > 0)
+    fresh = SqliteStore(store.path)
+    for query in ("grey heron wades", "heron number 7", "saw heron 2 wades", "late heron"):
+        assert store.keyword_search("u1", query, 10).coverage == pytest.approx(
+            fresh.keyword_search("u1", query, 10).coverage
+        )
+    fresh.close()

@@ -17,9 +17,11 @@ turn that holds the answer.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+
+import numpy as np
+import numpy.typing as npt
 
 
 class Mode(StrEnum):
@@ -58,30 +60,45 @@ class RankedTurn:
     score: float
 
 
+Ints = npt.NDArray[np.int64]
+Floats = npt.NDArray[np.float64]
+
+
 def rank(
-    chunk_turn: Mapping[int, int],
-    keyword: Mapping[int, float],
-    semantic: Mapping[int, float],
-    neighbors: Mapping[int, Sequence[int]],
-    candidates: set[int],
+    turns: Ints,
+    chunks: Ints,
+    chunk_turns: Ints,
+    keyword: Floats,
+    semantic: Floats | None,
+    candidates: Ints,
+    before: Ints,
+    after: Ints,
     mode: Mode = Mode.HYBRID,
     *,
-    lengths: Mapping[int, int] | None = None,
+    lengths: Ints | None = None,
     weight: float | None = None,
     floor: float | None = None,
     share: float = NEIGHBOR_SHARE,
     length: float | None = NEIGHBOR_LENGTH,
+    positive: bool = False,
+    limit: int | None = None,
 ) -> list[RankedTurn]:
     """Rank the ``candidates`` turns, best first.
 
-    ``chunk_turn`` maps every chunk to score (candidates' and neighbours'
-    chunks) to its turn; ``keyword`` holds BM25 scores (higher is better) of
-    the chunks keyword search returned; ``semantic`` the cosine similarity of
-    chunks that have vectors; ``neighbors`` the turns before and after each
-    candidate in its conversation; ``lengths`` each candidate's length in
-    keyword terms (unknown: full share). ``weight`` (hybrid: the keyword
-    side's share), ``floor``, ``share`` and ``length`` (None: every turn
-    takes the full share) replace the constants, for measuring.
+    ``turns`` (ascending) are every turn with chunks to score: the
+    candidates and their neighbours; ``chunks`` those chunks, each of turn
+    ``chunk_turns``; ``keyword`` their BM25 scores (higher is better; 0 for
+    a chunk keyword search did not return); ``semantic`` their cosine
+    similarity (NaN for a chunk without a vector; None when there are no
+    vectors); ``before`` and ``after`` each candidate's neighbour turns in
+    its conversation (-1 for none); ``lengths`` each of ``turns``' length in
+    keyword terms (None: every turn takes the full share). With
+    ``positive``, turns without any evidence (score 0) are left out;
+    ``limit`` keeps the best so many. ``weight`` (hybrid: the keyword side's
+    share), ``floor``, ``share`` and ``length`` (None: every turn takes the
+    full share) replace the constants, for measuring. All in float64, in the
+    order of the arithmetic written out, so scores do not depend on how the
+    evidence was gathered.
     """
     if mode is not Mode.HYBRID or weight is None:
         weight = KEYWORD_WEIGHT[mode]
@@ -93,28 +110,52 @@ def rank(
         # raw cosines: every neighbour lends about the same, so a share cut
         # by length would only favour short turns
         length = None
-    top = max(keyword.values(), default=0.0)
-    best: dict[int, tuple[float, int]] = {}
-    for chunk_id, turn_id in chunk_turn.items():
-        kw = keyword.get(chunk_id, 0.0) / top if top > 0 else 0.0
-        sem = max(0.0, semantic.get(chunk_id, floor) - floor) / (1.0 - floor)
-        score = weight * kw + (1.0 - weight) * sem
-        if turn_id not in best or score > best[turn_id][0]:
-            best[turn_id] = (score, chunk_id)
-    ranked = []
-    for turn_id in candidates:
-        if turn_id not in best:
-            continue
-        score, chunk_id = best[turn_id]
-        around = [best[n][0] for n in neighbors.get(turn_id, ()) if n in best]
-        if around:
-            own = share
-            if length is not None and lengths is not None and lengths.get(turn_id, 0) > length:
-                own = share * length / lengths[turn_id]
-            score += own * max(around)
-        ranked.append(RankedTurn(turn_id, chunk_id, score))
-    ranked.sort(key=lambda r: (-r.score, -r.turn_id))
-    return ranked
+    if not len(candidates) or not len(chunks):
+        return []
+    top = float(keyword.max()) if len(keyword) else 0.0
+    kw = keyword / top if top > 0 else np.zeros(len(chunks))
+    if semantic is None:
+        sem = np.zeros(len(chunks))
+    else:
+        cosine = np.where(np.isnan(semantic), floor, semantic)
+        sem = np.maximum(0.0, cosine - floor) / (1.0 - floor)
+    score = weight * kw + (1.0 - weight) * sem
+    # each turn scores as its best chunk (the first of equals)
+    owner = np.searchsorted(turns, chunk_turns)
+    order = np.lexsort((chunks, -score, owner))
+    first = order[np.concatenate([[True], owner[order][1:] != owner[order][:-1]])]
+    best = np.full(len(turns), -np.inf)
+    best_chunk = np.zeros(len(turns), np.int64)
+    best[owner[first]] = score[first]
+    best_chunk[owner[first]] = chunks[first]
+
+    def find(ids: Ints) -> npt.NDArray[np.intp]:
+        """Where each of ``ids`` is in ``turns``, -1 where it is not."""
+        at = np.minimum(np.searchsorted(turns, ids), len(turns) - 1)
+        return np.where((ids >= 0) & (turns[at] == ids) & (best[at] > -np.inf), at, -1)
+
+    at = find(candidates)
+    kept = at >= 0
+    at, asked = at[kept], candidates[kept]
+    around = np.full(len(at), -np.inf)
+    for side in (before[kept], after[kept]):
+        near = find(side)
+        around = np.maximum(around, np.where(near >= 0, best[near], -np.inf))
+    has = around > -np.inf
+    own = np.full(len(at), share)
+    if length is not None and lengths is not None:
+        sizes = lengths[at]
+        longer = sizes > length
+        own[longer] = share * length / sizes[longer]
+    final = best[at].copy()
+    final[has] += own[has] * around[has]
+    if positive:
+        keep = final > 0
+        at, asked, final = at[keep], asked[keep], final[keep]
+    order = np.lexsort((-asked, -final))[:limit]
+    top_turns, top_chunks, top_scores = asked[order], best_chunk[at[order]], final[order]
+    chosen = zip(top_turns.tolist(), top_chunks.tolist(), top_scores.tolist(), strict=True)
+    return [RankedTurn(t, c, s) for t, c, s in chosen]
 
 
 def relevant(

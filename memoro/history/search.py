@@ -10,17 +10,19 @@ history by a signal the other half lacks.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
+import numpy.typing as npt
 
 from memoro.errors import ConfigError, MemoroError
 from memoro.history.embed import Embedder
 from memoro.history.fusion import Mode, RankedTurn, rank, relevant
 from memoro.models import SearchHit, SearchHits
-from memoro.store.base import KeywordHits, SemanticScorer, Store
+from memoro.store.base import KeywordHits, Store, TurnContext
 
 log = logging.getLogger("memoro.search")
 
@@ -42,21 +44,24 @@ INCOMPLETE = (
 )
 
 
+Ints = npt.NDArray[np.int64]
+Floats = npt.NDArray[np.float64]
+
+
 @dataclass
 class Evidence:
-    """What a query found before ranking: the candidate turns, every chunk
-    to score (the candidates' and their neighbours') with its turn, keyword
-    and semantic scores, each candidate's neighbours, and the mode that can
-    rank them (keyword alone when the semantic side cannot be trusted)."""
+    """What a query found before ranking, as arrays: the candidate turns
+    with their neighbours, every chunk of them and each turn's length
+    (``context``: the candidates are its ``asked`` turns); each chunk's
+    keyword score (0 where keyword search did not return it) and semantic
+    score (NaN where it has no vector; None without the semantic side); and
+    the mode that can rank them (keyword alone when the semantic side
+    cannot be trusted)."""
 
     mode: Mode
-    candidates: set[int] = field(default_factory=set)
-    chunk_turn: dict[int, int] = field(default_factory=dict)
-    keyword: dict[int, float] = field(default_factory=dict)
-    semantic: dict[int, float] = field(default_factory=dict)
-    neighbors: dict[int, list[int]] = field(default_factory=dict)
-    lengths: dict[int, int] = field(default_factory=dict)
-    """Each candidate's (and neighbour's) length in keyword terms."""
+    context: TurnContext = field(default_factory=TurnContext.empty)
+    keyword: Floats = field(default_factory=lambda: np.zeros(0))
+    semantic: Floats | None = None
     warnings: list[str] = field(default_factory=list)
     coverage: float = 0.0
     """The share of the query the best keyword matches hold (``KeywordHits``)."""
@@ -79,7 +84,9 @@ def gather(
     window: Window = (None, None),
 ) -> Evidence:
     """The evidence for ``query`` in the user's history; candidates only
-    from turns within ``window`` (after, inclusive; before, exclusive)."""
+    from turns within ``window`` (after, inclusive; before, exclusive).
+    The keyword index and the vectors are read up to date once, together,
+    so every part of the evidence comes from the same moment."""
     warnings: list[str] = []
     within = None
     if window != (None, None):
@@ -97,48 +104,46 @@ def gather(
             warnings.append(UNREACHABLE)
     if embedder is None or vector is None:
         mode = Mode.KEYWORD
+    model = embedder.model_id if embedder is not None and vector is not None else None
+    view = store.search_view(user_id, model)
     keyword_hits = (
-        store.keyword_search(user_id, query, CANDIDATES, within)
-        if mode != Mode.SEMANTIC
-        else KeywordHits()
+        view.keyword_search(query, CANDIDATES, within) if mode != Mode.SEMANTIC else KeywordHits()
     )
-    scorer: SemanticScorer | None = None
-    if embedder is not None and vector is not None:
-        scorer = store.semantic(user_id, embedder.model_id, vector)
+    scorer = view.semantic(vector) if vector is not None else None
     semantic_hits = scorer.top(CANDIDATES, within) if scorer is not None else []
-    candidates = {turn for _, turn, _ in keyword_hits} | {turn for _, turn, _ in semantic_hits}
-    if not candidates:
-        return Evidence(mode, warnings=warnings)
-    context = store.turn_context(user_id, sorted(candidates))
-    chunk_turn = context.chunk_turn
-    semantic: dict[int, float] = {}
-    if embedder is not None and scorer is not None and vector is not None:
-        semantic = scorer.scores(chunk_turn)
-        if len(semantic) < len(chunk_turn):
-            # a turn indexed since the scorer was made has its vectors by
-            # now (they commit with its chunks); look once more
-            scorer = store.semantic(user_id, embedder.model_id, vector)
-            semantic = scorer.scores(chunk_turn)
-        if len(semantic) < len(chunk_turn):
-            found = gather(store, None, user_id, query, Mode.KEYWORD, window)
-            found.warnings[:0] = [*warnings, INCOMPLETE]
-            return found
-    keyword = {chunk: score for chunk, _, score in keyword_hits}
-    found = Evidence(
-        mode,
-        candidates,
-        chunk_turn,
-        keyword,
-        semantic,
-        neighbors=context.neighbors,
-        lengths=context.lengths,
-        warnings=warnings,
+    found = np.fromiter(
+        (turn for _, turn, _ in itertools.chain(keyword_hits, semantic_hits)),
+        np.int64,
+        len(keyword_hits) + len(semantic_hits),
     )
-    found.coverage = keyword_hits.coverage
+    candidates = np.unique(found)
+    if not candidates.size:
+        return Evidence(mode, warnings=warnings)
+    context = view.turn_context(candidates)
+    semantic = None
+    if scorer is not None and vector is not None and model is not None:
+        semantic = scorer.scores_of(context.chunks)
+        if np.isnan(semantic).any():
+            # a turn indexed since the index was read is in the context only
+            # if another search read it meanwhile; its vectors commit with
+            # its chunks, so look once more
+            scorer = store.search_view(user_id, model).semantic(vector)
+            semantic = scorer.scores_of(context.chunks)
+        if np.isnan(semantic).any():
+            fallback = gather(store, None, user_id, query, Mode.KEYWORD, window)
+            fallback.warnings[:0] = [*warnings, INCOMPLETE]
+            return fallback
+    keyword = np.zeros(len(context.chunks))
+    if keyword_hits:
+        hit_chunks, _, hit_scores = (np.array(c) for c in zip(*keyword_hits, strict=True))
+        at = np.searchsorted(context.chunks, hit_chunks)
+        keyword[at] = hit_scores
+    evidence = Evidence(mode, context, keyword, semantic, warnings=warnings)
+    evidence.coverage = keyword_hits.coverage
     if scorer is not None and semantic_hits:
-        found.semantic_best = semantic_hits[0][2]
-        found.typical = scorer.typical(within)
-    return found
+        evidence.semantic_best = semantic_hits[0][2]
+        evidence.typical = scorer.typical(within)
+    return evidence
 
 
 def search(
@@ -153,7 +158,7 @@ def search(
     """The user's past turns that best match ``query``, best first, of
     those within ``window`` (after, inclusive; before, exclusive)."""
     found = gather(store, embedder, user_id, query, mode, window)
-    ranked = ordered(found)[:limit] if found.relevant() else []
+    ranked = ordered(found, limit=limit) if found.relevant() else []
     chunks = store.chunk_hits(user_id, [r.chunk_id for r in ranked])
     hits = []
     for r in ranked:
@@ -163,19 +168,24 @@ def search(
     return SearchHits(hits, found.warnings)
 
 
-def ordered(found: Evidence, **constants: float) -> list[RankedTurn]:
-    """The candidate turns best first (``constants`` override fusion's, for
-    the benchmark's leave-one-out tuning)."""
-    ranked = rank(
-        found.chunk_turn,
+def ordered(found: Evidence, limit: int | None = None, **constants: float) -> list[RankedTurn]:
+    """The candidate turns best first, the best ``limit`` of them
+    (``constants`` override fusion's, for the benchmark's leave-one-out
+    tuning). Outside semantic mode a turn with no keyword and no real
+    semantic evidence is left out."""
+    context = found.context
+    return rank(
+        context.turns,
+        context.chunks,
+        context.chunk_turns,
         found.keyword,
         found.semantic,
-        found.neighbors,
-        found.candidates,
+        context.asked,
+        context.before,
+        context.after,
         found.mode,
-        lengths=found.lengths,
+        lengths=context.lengths,
+        positive=found.mode is not Mode.SEMANTIC,
+        limit=limit,
         **constants,
     )
-    if found.mode is not Mode.SEMANTIC:
-        ranked = [r for r in ranked if r.score > 0]  # no keyword and no real semantic evidence
-    return ranked

@@ -66,15 +66,58 @@ class BlockTransaction(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class TurnContext:
-    """Around some turns: each turn's neighbours in its conversation, the
-    chunks of the turns and their neighbours mapped to their turn, and how
-    many keyword terms each of those turns has."""
+Ints = npt.NDArray[np.int64]
 
-    neighbors: dict[int, list[int]]
-    chunk_turn: dict[int, int]
-    lengths: dict[int, int]
+
+@dataclass(frozen=True, eq=False)
+class TurnContext:
+    """Around some turns (``asked``, ascending): each one's neighbours in
+    its conversation (``before`` and ``after``: turn ids, -1 where none is
+    indexed); every turn that they and their neighbours make up (``turns``,
+    ascending) with its length in keyword terms (``lengths``, its chunks'
+    together); and every chunk of those turns (``chunks``, ascending) with
+    its turn (``chunk_turns``). Arrays, so search ranks them without a
+    Python loop; the properties give the same as dictionaries."""
+
+    turns: Ints
+    lengths: Ints
+    chunks: Ints
+    chunk_turns: Ints
+    asked: Ints
+    before: Ints
+    after: Ints
+
+    @classmethod
+    def empty(cls) -> TurnContext:
+        return cls(*(np.zeros(0, np.int64) for _ in range(7)))
+
+    @property
+    def neighbors(self) -> dict[int, list[int]]:
+        """Each asked turn's indexed neighbours."""
+        pairs = zip(self.before.tolist(), self.after.tolist(), strict=True)
+        return {
+            t: [n for n in pair if n >= 0]
+            for t, pair in zip(self.asked.tolist(), pairs, strict=True)
+        }
+
+    @property
+    def chunk_turn(self) -> dict[int, int]:
+        """Each chunk's turn."""
+        return dict(zip(self.chunks.tolist(), self.chunk_turns.tolist(), strict=True))
+
+    @property
+    def turn_lengths(self) -> dict[int, int]:
+        """Each turn's length in keyword terms."""
+        return dict(zip(self.turns.tolist(), self.lengths.tolist(), strict=True))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TurnContext):
+            return NotImplemented
+        return all(
+            np.array_equal(getattr(self, f), getattr(other, f)) for f in self.__dataclass_fields__
+        )
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class KeywordHits(list[tuple[int, int, float]]):
@@ -101,6 +144,10 @@ class SemanticScorer(Protocol):
 
     def scores(self, chunk_ids: Iterable[int]) -> dict[int, float]:
         """The cosine of each given chunk that has a vector."""
+        ...
+
+    def scores_of(self, chunk_ids: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """The cosine of each of ``chunk_ids``, NaN where it has no vector."""
         ...
 
     def typical(self, turns: npt.NDArray[np.int64] | None = None) -> float | None:
@@ -219,8 +266,32 @@ class HistoryStore(Protocol):
         ...
 
 
+class SearchView(Protocol):
+    """One user's search indexes as one read found them: everything a search
+    asks of them comes from the same moment of the history."""
+
+    def keyword_search(
+        self, text: str, limit: int, turns: npt.NDArray[np.int64] | None = None
+    ) -> KeywordHits:
+        """As ``SearchIndex.keyword_search``."""
+        ...
+
+    def semantic(self, query: npt.NDArray[np.float32]) -> SemanticScorer:
+        """Score the chunks' vectors from the model the view was read for."""
+        ...
+
+    def turn_context(self, turn_ids: Sequence[int] | npt.NDArray[np.int64]) -> TurnContext:
+        """As ``SearchIndex.turn_context``."""
+        ...
+
+
 class SearchIndex(Protocol):
     """Search over one user's indexed chunks."""
+
+    def search_view(self, user_id: str, model: str | None) -> SearchView:
+        """The user's indexes (and, with ``model``, that model's vectors)
+        brought up to date in one read, for one search."""
+        ...
 
     def keyword_search(
         self,

@@ -42,6 +42,14 @@ _PARTS = 16
 sort's working memory small."""
 _THREADS = 2
 """Slices sorted at once."""
+_SLICED = 1 << 20
+"""Postings from which a build sorts slices on threads; fewer are sorted at
+once, in the calling thread (a typical user's: a millisecond or two, where
+starting the threads alone took longer)."""
+ALONGSIDE = 5000
+"""Chunks from which a first load reads the user's vectors on another thread
+while it sorts the postings; a smaller user's are read after, in the same
+read."""
 
 Ints = npt.NDArray[np.int64]
 Int32 = npt.NDArray[np.int32]
@@ -99,8 +107,14 @@ class _Postings:
     def build(cls, pieces: list[Piece]) -> _Postings:
         """Postings of ``pieces``, sorted one slice of the term space at a
         time (terms are hashes, so the slices are even)."""
+        if sum(len(p[0]) for p in pieces) < _SLICED:
+            return cls._sorted(pieces)
         sliced: list[list[Piece]] = [[] for _ in range(_PARTS)]
         total = 0
+        # taken from the end to free each as it goes, but sliced in their
+        # order: a term's documents must stay ascending (``_coverage``
+        # finds them by binary search)
+        pieces.reverse()
         while pieces:
             terms, docs, tfs = pieces.pop()
             total += len(terms)
@@ -145,6 +159,20 @@ class _Postings:
             all_tfs,
         )
 
+    @classmethod
+    def _sorted(cls, pieces: list[Piece]) -> _Postings:
+        """Postings of a few pieces, sorted at once."""
+        if not pieces:
+            return cls(np.zeros(0, np.int64), np.zeros(1, np.int64), *_no_docs())
+        terms = np.concatenate([p[0] for p in pieces])
+        order, terms = _by_term(terms)
+        docs = np.concatenate([p[1] for p in pieces])[order]
+        tfs = np.concatenate([p[2] for p in pieces])[order]
+        if tfs.size and tfs.max() < 256:
+            tfs = tfs.astype(np.uint8)
+        first = np.flatnonzero(np.concatenate([[True], terms[1:] != terms[:-1]]))
+        return cls(terms[first], np.append(first, len(terms)).astype(np.int64), docs, tfs)
+
     def pieces(self) -> list[Piece]:
         """The postings again, to merge with new ones."""
         if not self.docs.size:
@@ -161,6 +189,10 @@ class _Postings:
     @property
     def nbytes(self) -> int:
         return self.terms.nbytes + self.starts.nbytes + self.docs.nbytes + self.tfs.nbytes
+
+
+def _no_docs() -> tuple[Int32, Counts]:
+    return np.zeros(0, np.int32), np.zeros(0, np.uint8)
 
 
 _NO_POSTINGS = _Postings.build([])
@@ -188,13 +220,13 @@ class _UserIndex:
     by_turn_key: Ints = field(default_factory=lambda: np.zeros(0, np.int64))
     by_place: Int32 = field(default_factory=lambda: np.zeros(0, np.int32))
     by_place_key: Ints = field(default_factory=lambda: np.zeros(0, np.int64))
-    # the tail: documents [merged, n)
+    # the tail: documents [merged, n), its lookups sorted again on each change
     tail: list[Piece] = field(default_factory=list)
     tail_postings: _Postings = field(default_factory=lambda: _NO_POSTINGS)
-    listed: int = 0
-    """documents [merged, listed) are in the tail's dicts"""
-    tail_turn_docs: dict[int, list[int]] = field(default_factory=dict)
-    tail_place_turn: dict[int, int] = field(default_factory=dict)
+    tail_by_turn: Int32 = field(default_factory=lambda: np.zeros(0, np.int32))
+    tail_by_turn_key: Ints = field(default_factory=lambda: np.zeros(0, np.int64))
+    tail_by_place: Int32 = field(default_factory=lambda: np.zeros(0, np.int32))
+    tail_by_place_key: Ints = field(default_factory=lambda: np.zeros(0, np.int64))
     norm: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, np.float32))
     share: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, np.float32))
     """What each document's question terms weigh (``keywords.question_share``)."""
@@ -204,11 +236,11 @@ class _UserIndex:
     def nbytes(self) -> int:
         arrays: list[npt.NDArray[np.generic]] = [self.chunk, self.turn, self.place, self.length]
         arrays += [self.asked, self.share, self.norm, self.by_turn, self.by_turn_key]
-        arrays += [self.by_place, self.by_place_key]
+        arrays += [self.by_place, self.by_place_key, self.tail_by_turn, self.tail_by_turn_key]
+        arrays += [self.tail_by_place, self.tail_by_place_key]
         arrays += [a for piece in self.tail for a in piece]
-        entries = len(self.conversations) + len(self.tail_turn_docs) + len(self.tail_place_turn)
         postings = self.main.nbytes + self.tail_postings.nbytes
-        return sum(a.nbytes for a in arrays) + postings + 100 * entries  # ~100 B a dict entry
+        return sum(a.nbytes for a in arrays) + postings + 100 * len(self.conversations)
 
     def add(
         self, chunk: Ints, turn: Ints, place: Ints, length: Ints, asked: Ints, piece: Piece
@@ -231,12 +263,8 @@ class _UserIndex:
             self.main = _NO_POSTINGS
             self.main = _Postings.build(pieces)
             self._merged()
-        start = max(self.merged, self.listed)
-        turns, places = self.turn[start:].tolist(), self.place[start:].tolist()
-        for doc, (t, p) in enumerate(zip(turns, places, strict=True), start):
-            self.tail_turn_docs.setdefault(t, []).append(doc)
-            self.tail_place_turn[p] = t
-        self.listed = n
+        self.tail_by_turn, self.tail_by_turn_key = _lookup(self.turn, self.merged)
+        self.tail_by_place, self.tail_by_place_key = _lookup(self.place, self.merged)
         self.tail_postings = _Postings.build(list(self.tail))
         if n:
             self.norm = K1 * (1 - B + B * self.length / max(float(self.length.mean()), 1.0))
@@ -245,13 +273,9 @@ class _UserIndex:
 
     def _merged(self) -> None:
         """Every document is in the main postings: sort the lookups."""
-        n = len(self.chunk)
-        self.tail_turn_docs, self.tail_place_turn = {}, {}
-        self.by_turn = np.argsort(self.turn, kind="stable").astype(np.int32)
-        self.by_turn_key = self.turn[self.by_turn]
-        self.by_place = np.argsort(self.place, kind="stable").astype(np.int32)
-        self.by_place_key = self.place[self.by_place]
-        self.merged = self.listed = n
+        self.by_turn, self.by_turn_key = _lookup(self.turn, 0)
+        self.by_place, self.by_place_key = _lookup(self.place, 0)
+        self.merged = len(self.chunk)
 
     def dump(self) -> saved.Arrays:
         """The main part's arrays, to save: its documents are every chunk up
@@ -301,28 +325,124 @@ class _UserIndex:
 
     def turns_at(self, places: Ints) -> Ints:
         """The turn at each place, -1 where none is indexed."""
-        keys = self.by_place_key
-        at = np.minimum(np.searchsorted(keys, places), max(len(keys) - 1, 0))
-        found = keys[at] == places if len(keys) else np.zeros(len(places), bool)
-        turns = np.where(found, self.turn[self.by_place[at]] if len(keys) else -1, -1)
-        for i, p in enumerate(places.tolist()):
-            if turns[i] < 0 and p in self.tail_place_turn:
-                turns[i] = self.tail_place_turn[p]
+        turns = np.full(len(places), -1, np.int64)
+        for docs, keys in (
+            (self.by_place, self.by_place_key),
+            (self.tail_by_place, self.tail_by_place_key),
+        ):
+            if len(keys):
+                at = np.minimum(np.searchsorted(keys, places), len(keys) - 1)
+                found = (keys[at] == places) & (turns < 0)
+                turns[found] = self.turn[docs[at[found]]]
         return turns
 
     def docs_of(self, turns: Ints) -> tuple[Int32, Ints]:
         """Every document of ``turns``, with its turn."""
-        lo = np.searchsorted(self.by_turn_key, turns, "left")
-        hi = np.searchsorted(self.by_turn_key, turns, "right")
-        counts = hi - lo
-        offsets = np.cumsum(counts) - counts
-        docs = self.by_turn[np.repeat(lo - offsets, counts) + np.arange(counts.sum())]
-        owner = np.repeat(turns, counts)
-        extra = [(d, t) for t in turns.tolist() for d in self.tail_turn_docs.get(t, ())]
-        if extra:
-            docs = np.concatenate([docs, np.array([d for d, _ in extra], np.int32)])
-            owner = np.concatenate([owner, np.array([t for _, t in extra], np.int64)])
-        return docs, owner
+        docs, owners = [], []
+        for by_turn, keys in (
+            (self.by_turn, self.by_turn_key),
+            (self.tail_by_turn, self.tail_by_turn_key),
+        ):
+            if len(keys):
+                lo = np.searchsorted(keys, turns, "left")
+                counts = np.searchsorted(keys, turns, "right") - lo
+                offsets = np.cumsum(counts) - counts
+                docs.append(by_turn[np.repeat(lo - offsets, counts) + np.arange(counts.sum())])
+                owners.append(np.repeat(turns, counts))
+        if not docs:
+            return np.zeros(0, np.int32), np.zeros(0, np.int64)
+        return np.concatenate(docs), np.concatenate(owners)
+
+    def search(self, query: Query, limit: int, turns: Ints | None = None) -> KeywordHits:
+        """The best documents for ``query`` (``KeywordIndex.search``)."""
+        with self.lock:
+            n = len(self.chunk)
+            if n == 0 or not query:
+                return KeywordHits()
+            norm = self.norm
+            scores = np.zeros(n, dtype=np.float32)
+            idf: dict[int, float] = {}
+            postings: list[tuple[float, Int32]] = []  # (share weight, docs) per term
+            # a term's documents are distinct: adding by index is a sum
+            everyone = max(n, keywords.COVERAGE_MIN_CHUNKS)
+            for term in query.terms:
+                docs, counts = self.find(term)
+                postings.append((keywords.idf(everyone, docs.size), docs))
+                if not docs.size:
+                    continue
+                tfs = counts.astype(np.float32)
+                idf[term] = keywords.idf(n, docs.size)
+                scores[docs] += idf[term] * tfs * (K1 + 1) / (tfs + norm[docs])
+            for asked in query.question_terms:
+                docs, counts = self.find(asked)
+                if docs.size:
+                    tfs = counts.astype(np.float32)
+                    weight = self.share[docs] * tfs * (K1 + 1) / (tfs + K1)
+                    weight *= keywords.idf(n, docs.size)
+                    scores[docs] += weight
+            for group in query.groups:
+                if not all(t in idf for t in group):
+                    continue
+                together = None
+                for term in group:
+                    docs = self.find(term)[0]
+                    together = docs if together is None else np.intersect1d(together, docs)
+                if together is not None and together.size:
+                    scores[together] += sum(idf[t] for t in group)
+            hits = np.flatnonzero(scores > 0)
+            if turns is not None:
+                hits = hits[_among(self.turn[hits], turns)]
+            hits = _best(hits, scores, self.chunk, limit)
+            found = zip(
+                self.chunk[hits].tolist(),
+                self.turn[hits].tolist(),
+                scores[hits].tolist(),
+                strict=True,
+            )
+            return KeywordHits(found, _coverage(hits[: keywords.COVERAGE_TOP], postings))
+
+    def context(self, turn_ids: Ints) -> TurnContext:
+        """Around ``turn_ids`` (``KeywordIndex.context``)."""
+        with self.lock:
+            asked, _ = self.docs_of(np.unique(turn_ids))
+            if not asked.size:
+                return TurnContext.empty()
+            # a turn's documents share its place; the first of each will do
+            first = np.unique(self.turn[asked], return_index=True)[1]
+            known = self.turn[asked[first]]
+            places = self.place[asked[first]]
+            before, after = self.turns_at(places - 1), self.turns_at(places + 1)
+            every = np.unique(np.concatenate([known, before, after]))
+            every = every[every >= 0]
+            docs, owner = self.docs_of(every)
+            order = np.argsort(self.chunk[docs], kind="stable")
+            docs, owner = docs[order], owner[order]
+            at = np.searchsorted(every, owner)
+            lengths = np.bincount(at, weights=self.length[docs], minlength=len(every))
+            return TurnContext(
+                turns=every,
+                lengths=lengths.astype(np.int64),
+                chunks=self.chunk[docs],
+                chunk_turns=owner,
+                asked=known,
+                before=before,
+                after=after,
+            )
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One user's index as a read left it, and what is left to do once
+    the read is over (``KeywordIndex.done``)."""
+
+    index: _UserIndex
+    generation: int
+    alongside: Future[None] | None
+    """the user's vectors, loading on another thread"""
+    large: bool
+    """a large user was loaded: give the load's heap back"""
+    rebuilt: bool
+    """a large user's postings were built again: save a copy"""
 
 
 class KeywordIndex:
@@ -354,75 +474,13 @@ class KeywordIndex:
         chunk of the user either way."""
         if not query:
             return KeywordHits()
-        index = self._fresh(user_id)
-        with index.lock:
-            n = len(index.chunk)
-            if n == 0:
-                return KeywordHits()
-            norm = index.norm
-            scores = np.zeros(n, dtype=np.float32)
-            idf: dict[int, float] = {}
-            postings: list[tuple[float, Int32]] = []  # (share weight, docs) per term
-            for term in query.terms:
-                docs, counts = index.find(term)
-                postings.append(
-                    (keywords.idf(max(n, keywords.COVERAGE_MIN_CHUNKS), docs.size), docs)
-                )
-                if not docs.size:
-                    continue
-                tfs = counts.astype(np.float32)
-                idf[term] = keywords.idf(n, docs.size)
-                weight = idf[term] * tfs * (K1 + 1) / (tfs + norm[docs])
-                scores += np.bincount(docs, weights=weight, minlength=n).astype(np.float32)
-            for asked in query.question_terms:
-                docs, counts = index.find(asked)
-                if docs.size:
-                    tfs = counts.astype(np.float32)
-                    weight = index.share[docs] * tfs * (K1 + 1) / (tfs + K1)
-                    weight *= keywords.idf(n, docs.size)
-                    scores += np.bincount(docs, weights=weight, minlength=n).astype(np.float32)
-            for group in query.groups:
-                if not all(t in idf for t in group):
-                    continue
-                together = None
-                for term in group:
-                    docs = index.find(term)[0]
-                    together = docs if together is None else np.intersect1d(together, docs)
-                if together is not None and together.size:
-                    scores[together] += sum(idf[t] for t in group)
-            hits = np.flatnonzero(scores > 0)
-            if turns is not None:
-                hits = hits[_among(index.turn[hits], turns)]
-            hits = _best(hits, scores, index.chunk, limit)
-            return KeywordHits(
-                (
-                    (int(index.chunk[i]), int(index.turn[i]), float(scores[i]))
-                    for i in hits.tolist()
-                ),
-                _coverage(hits[: keywords.COVERAGE_TOP], postings),
-            )
+        return self._fresh(user_id).search(query, limit, turns)
 
     def context(self, user_id: str, turn_ids: list[int]) -> TurnContext:
         """Each turn's indexed neighbours in its conversation, the chunks of
-        the turns and their neighbours mapped to their turn, and each of
-        those turns' length in terms (its chunks' together)."""
-        index = self._fresh(user_id)
-        with index.lock:
-            docs, owner = index.docs_of(np.asarray(turn_ids, dtype=np.int64))
-            known, first = np.unique(owner, return_index=True)
-            places = index.place[docs[first]]
-            before, after = index.turns_at(places - 1), index.turns_at(places + 1)
-            neighbors = {
-                t: [n for n in (b, a) if n >= 0]
-                for t, b, a in zip(known.tolist(), before.tolist(), after.tolist(), strict=True)
-            }
-            every = np.unique(np.concatenate([known, before[before >= 0], after[after >= 0]]))
-            docs, owner = index.docs_of(every)
-            chunk_turn = dict(zip(index.chunk[docs].tolist(), owner.tolist(), strict=True))
-            lengths: dict[int, int] = {}
-            for turn, length in zip(owner.tolist(), index.length[docs].tolist(), strict=True):
-                lengths[turn] = lengths.get(turn, 0) + int(length)
-        return TurnContext(neighbors, chunk_turn, lengths)
+        the turns and their neighbours with their turn, and each of those
+        turns' length in terms (its chunks' together)."""
+        return self._fresh(user_id).context(np.asarray(turn_ids, dtype=np.int64))
 
     def prepare(self, user_id: str) -> bool:
         """Bring the user's index up to date as a search would (a rebuild
@@ -438,60 +496,71 @@ class KeywordIndex:
         return True
 
     def _fresh(self, user_id: str) -> _UserIndex:
+        with self._read(user_id) as rows:
+            reading = self.current(rows, user_id)
+        return self.done(user_id, reading)
+
+    def current(self, rows: Snapshot, user_id: str) -> Reading:
+        """The user's index brought up to date from ``rows`` (loaded on its
+        first use); ``done`` finishes it once the read is over."""
+        generation = rows.generation()
         alongside: Future[None] | None = None
         loaded = False
-        with self._read(user_id) as rows:
-            generation = rows.generation()
-            with self._lock:
-                index = self._users.get(user_id)
-                if index is None or index.generation != generation:
-                    index = _UserIndex(generation)
-                    self._users[user_id] = index
-            with index.lock:
-                before = index.merged
-                if index.max_chunk == 0:
-                    loaded = True
-                    on_load = self._on_load if not index.loaded else None
+        with self._lock:
+            index = self._users.get(user_id)
+            if index is None or index.generation != generation:
+                index = _UserIndex(generation)
+                self._users[user_id] = index
+        with index.lock:
+            before = index.merged
+            if index.max_chunk == 0:
+                loaded = True
+                on_load = self._on_load if not index.loaded else None
 
-                    def start() -> Future[None] | None:
-                        return on_load(user_id) if on_load is not None else None
+                def start() -> Future[None] | None:
+                    return on_load(user_id) if on_load is not None else None
 
-                    data = None if index.loaded else rows.saved(KIND)
-                    arrays = saved.unpack(data) if data is not None else None
-                    del data
-                    if arrays is not None:
-                        alongside = start()
-                        index.restore(arrays)
-                        del arrays
-                        before = index.merged
-                        self._refresh(rows, index)
-                    else:
-                        with bulk_load():
-                            alongside = self._load(rows, index, start)
-                else:
+                data = None if index.loaded else rows.saved(KIND)
+                arrays = saved.unpack(data) if data is not None else None
+                del data
+                if arrays is not None:
+                    alongside = start()
+                    index.restore(arrays)
+                    del arrays
+                    before = index.merged
                     self._refresh(rows, index)
-                rebuilt = index.merged != before and index.merged >= saved.SAVE_MIN
-        # the vectors loading alongside are waited for only now, holding no
-        # connection or lock: their load needs a connection of its own, and
-        # searches that held the pool's every connection while waiting for
-        # such loads would wait on each other until the pool timed out
-        if alongside is not None:
-            alongside.result()
-        if loaded:
+                else:
+                    with bulk_load():
+                        alongside = self._load(rows, index, start)
+            else:
+                self._refresh(rows, index)
+            rebuilt = index.merged != before and index.merged >= saved.SAVE_MIN
+            large = loaded and len(index.chunk) >= ALONGSIDE
+        return Reading(index, generation, alongside, large, rebuilt)
+
+    def done(self, user_id: str, reading: Reading) -> _UserIndex:
+        """After ``current``, holding no connection: wait for the vectors
+        loading alongside (their load needs a connection of its own, and
+        searches that held the pool's every connection while waiting for
+        such loads would wait on each other until the pool timed out), save
+        a rebuilt large index, and charge its bytes to the budget."""
+        if reading.alongside is not None:
+            reading.alongside.result()
+        if reading.large:
             give_back_memory()
-        if rebuilt and self._saver is not None:
-            self._saver.save(user_id, KIND, generation, index.dump)
-        self._charge(user_id, index)
-        return index
+        if reading.rebuilt and self._saver is not None:
+            self._saver.save(user_id, KIND, reading.generation, reading.index.dump)
+        self._charge(user_id, reading.index)
+        return reading.index
 
     @staticmethod
     def _load(
         rows: Snapshot, index: _UserIndex, read: Callable[[], Future[None] | None]
     ) -> Future[None] | None:
         """Read all of a user's visible chunks, in bulk, then sort them into
-        postings; ``read()`` is called in between and what it returns is
-        returned (the sort is NumPy's, without the GIL: work alongside it
-        overlaps better than alongside the reading)."""
+        postings; for a large user ``read()`` is called in between and what
+        it returns is returned (the sort is NumPy's, without the GIL: work
+        alongside it overlaps better than alongside the reading)."""
         index.loaded = True
         turns, hidden = rows.turns()
         turn_ids, conversation_ids, seqs = zip(*turns, strict=True) if turns else ((), (), ())
@@ -528,7 +597,7 @@ class KeywordIndex:
                 np.array(batch.question_lengths, dtype=np.int64),
                 unpack(batch.terms, batch.counts, len(index.chunk)),
             )
-        alongside = read()
+        alongside = read() if len(index.chunk) >= ALONGSIDE else None
         index.settle()
         return alongside
 
@@ -564,6 +633,12 @@ class KeywordIndex:
             self._users.clear()
         for user_id in users:
             self._budget.release(("keywords", user_id))
+
+
+def _lookup(keys: Ints, start: int) -> tuple[Int32, Ints]:
+    """Documents ``start`` on sorted by ``keys`` (stable), and their keys."""
+    order = np.argsort(keys[start:], kind="stable")
+    return (order + start).astype(np.int32), keys[start:][order]
 
 
 def _best(hits: Ints, scores: npt.NDArray[np.float32], chunk: Ints, limit: int) -> Ints:

@@ -35,9 +35,10 @@ PART_BYTES = 4 << 20
 keeps a statement's last bound value; libpq keeps its buffers at their
 largest) then never hold a whole copy."""
 
-FORMAT = 2
+FORMAT = 3
 """Bumped when what ``pack`` holds changes; a copy of another format is
-built again."""
+built again. (3: copies of format 2 could list a term's chunks out of
+order.)"""
 
 Arrays = dict[str, npt.NDArray[np.generic]]
 Keep = Callable[[str, str, int, memoryview], None]

@@ -6,17 +6,38 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from memoro.store.base import KeywordHits, TurnContext
 from memoro.store.keywords import query
-from memoro.store.memory.bm25 import KeywordIndex
+from memoro.store.memory.bm25 import KeywordIndex, _UserIndex
 from memoro.store.memory.budget import Budget
 from memoro.store.memory.saved import Keep, Saver
 from memoro.store.memory.source import Snapshot
-from memoro.store.memory.vectors import Scorer, VectorCache
+from memoro.store.memory.vectors import Scorer, VectorCache, VectorReading, _Groups
+
+
+@dataclass(frozen=True)
+class IndexView:
+    """One user's keyword index and vectors as one read found them: what a
+    search asks of them all comes from the same moment of the history."""
+
+    index: _UserIndex
+    groups: _Groups | None
+
+    def keyword_search(
+        self, text: str, limit: int, turns: npt.NDArray[np.int64] | None = None
+    ) -> KeywordHits:
+        return self.index.search(query(text), limit, turns)
+
+    def semantic(self, vector: npt.NDArray[np.float32]) -> Scorer:
+        return Scorer(self.groups, vector.astype(np.float32, copy=False))
+
+    def turn_context(self, turn_ids: Sequence[int] | npt.NDArray[np.int64]) -> TurnContext:
+        return self.index.context(np.asarray(turn_ids, dtype=np.int64))
 
 
 class IndexedSearch:
@@ -32,6 +53,7 @@ class IndexedSearch:
     ) -> None:
         """The caches over ``read`` (one consistent read of a user), within
         ``cache_mb`` MB, saving large users' copies through ``keep``."""
+        self._read_user = read
         self.budget = Budget(cache_mb << 20)
         self.saver = Saver(keep)
         self.vectors = VectorCache(read, self.budget, self.saver)
@@ -58,20 +80,39 @@ class IndexedSearch:
             self.vectors.prepare(user_id, model)
         return True
 
+    def search_view(self, user_id: str, model: str | None) -> IndexView:
+        """The user's keyword index and (with ``model``) vectors, brought up
+        to date in one read (a first search of a large user reads the
+        vectors on another thread while the postings sort, and waits for
+        them holding no connection)."""
+        with self._read_user(user_id) as rows:
+            words = self.keywords.current(rows, user_id)
+            vectors: VectorReading | None = None
+            if model is not None and words.alongside is None:
+                vectors = self.vectors.current(rows, user_id, model)
+        index = self.keywords.done(user_id, words)
+        groups = None
+        if model is not None:
+            if vectors is None:
+                groups = self.vectors.ready(user_id, model)
+            else:
+                groups = self.vectors.done(user_id, model, vectors)
+        return IndexView(index, groups)
+
     def keyword_search(
         self, user_id: str, text: str, limit: int, turns: npt.NDArray[np.int64] | None = None
     ) -> KeywordHits:
         """Chunks matching words of ``text``: (chunk, turn, BM25 score), of
         ``turns`` only when given, with their coverage of the query."""
-        return self.keywords.search(user_id, query(text), limit, turns)
+        return self.search_view(user_id, None).keyword_search(text, limit, turns)
 
     def semantic(self, user_id: str, model: str, query: npt.NDArray[np.float32]) -> Scorer:
         """Exact cosine similarity of ``query`` to every chunk of the user."""
-        return self.vectors.scorer(user_id, model, query)
+        return self.search_view(user_id, model).semantic(query)
 
     def turn_context(self, user_id: str, turn_ids: Sequence[int]) -> TurnContext:
         """For each turn, the turns before and after it in its conversation,
         every chunk of those turns mapped to its turn, and each such turn's
         length in terms (from the keyword index, which holds every visible
         indexed chunk of the user)."""
-        return self.keywords.context(user_id, list(turn_ids))
+        return self.search_view(user_id, None).turn_context(turn_ids)

@@ -92,19 +92,19 @@ class Quantized:
 
     def coarse_scores(self, query: Floats) -> Floats:
         """``coarse @ query`` times the scales, converted block by block."""
-        n, dim = self.coarse.shape
-        out = np.empty(n, np.float32)
-        step = max(1, BLOCK_BYTES // (4 * max(dim, 1)))
-        block: Floats | None = getattr(_blocks, "buffer", None)
-        if block is None or block.shape != (step, dim):
-            block = _blocks.buffer = np.empty((step, dim), np.float32)
-        for start in range(0, n, step):
-            part = self.coarse[start : start + step]
-            rows = block[: len(part)]
-            np.copyto(rows, part, casting="unsafe")
-            np.dot(rows, query, out=out[start : start + len(part)])
+        out = _products(self.coarse, query)
         out *= self.scale
         return out
+
+    def both_scores(self, query: Floats) -> tuple[Floats, Floats]:
+        """The coarse and the fine score of every row: what ``coarse_scores``
+        and ``fine_scores`` give, in one pass (for a few thousand rows,
+        cheaper than bounding which rows need the fine one)."""
+        coarse = self.coarse_scores(query)
+        fine = _products(self.fine, query)
+        fine *= self.fine_scale
+        fine += coarse
+        return coarse, fine
 
     def fine_scores(self, rows: npt.NDArray[np.intp], query: Floats) -> Floats:
         """The scores of ``rows`` from the vectors as stored (within 1e-5
@@ -112,6 +112,23 @@ class Quantized:
         coarse = self.coarse[rows].astype(np.float32) @ query
         fine = self.fine[rows].astype(np.float32) @ query
         return np.asarray(coarse * self.scale[rows] + fine * self.fine_scale[rows], np.float32)
+
+
+def _products(matrix: Bytes, query: Floats) -> Floats:
+    """``matrix @ query``, the int8 rows converted to float32 a cache-sized
+    block at a time."""
+    n, dim = matrix.shape
+    out = np.empty(n, np.float32)
+    step = max(1, BLOCK_BYTES // (4 * max(dim, 1)))
+    block: Floats | None = getattr(_blocks, "buffer", None)
+    if block is None or block.shape != (step, dim):
+        block = _blocks.buffer = np.empty((step, dim), np.float32)
+    for start in range(0, n, step):
+        part = matrix[start : start + step]
+        rows = block[: len(part)]
+        np.copyto(rows, part, casting="unsafe")
+        np.dot(rows, query, out=out[start : start + len(part)])
+    return out
 
 
 def _empty() -> Quantized:
@@ -175,6 +192,9 @@ class _Groups:
         return self.rows.nbytes + sum(a.nbytes for a in arrays)
 
 
+ALL_FINE = 4096
+"""Up to this many vectors, a query gets every chunk's fine score in one
+pass instead of bounding which chunks need it."""
 TYPICAL_MIN = 20
 """Below this many chunks a query's median cosine says too little."""
 TYPICAL_SAMPLE = 4096
@@ -193,11 +213,18 @@ class Scorer:
         self.reranked = 0
         """How many chunks the last ``top`` scored finely (for measuring)."""
         self._fine: Floats | None = None  # by group, NaN until computed
+        self._every = False  # whether every group's fine score is computed
         if groups is None:
             self._coarse = self._slack = np.zeros(0, np.float32)
             return
-        best = groups.rows.coarse_scores(query)
-        if len(groups.start) < len(best):  # some chunk has several windows
+        several = len(groups.start) < len(groups.rows.scale)  # a chunk has several windows
+        if len(groups.rows.scale) <= ALL_FINE:
+            best, fine = groups.rows.both_scores(query)
+            self._fine = np.maximum.reduceat(fine, groups.start) if several else fine
+            self._every = True
+        else:
+            best = groups.rows.coarse_scores(query)
+        if several:
             best = np.maximum.reduceat(best, groups.start)
         self._coarse = best
         self._slack = groups.error * np.float32(np.linalg.norm(query))
@@ -214,11 +241,15 @@ class Scorer:
         if n == 0:
             return []
         k = min(limit, n)
-        low = coarse - slack
-        floor = np.partition(low, n - k)[n - k]  # the k-th best lower bound
-        maybe = np.flatnonzero(coarse + slack >= floor)
-        if among is not None:
-            maybe = among[maybe]
+        if self._every:
+            # every fine score is known: no bound needs checking
+            maybe = among if among is not None else np.arange(n)
+        else:
+            low = coarse - slack
+            floor = np.partition(low, n - k)[n - k]  # the k-th best lower bound
+            maybe = np.flatnonzero(coarse + slack >= floor)
+            if among is not None:
+                maybe = among[maybe]
         self.reranked = len(maybe)
         scores = self._fine_of(maybe)
         picked = np.argsort(-scores, kind="stable")[:k]
@@ -240,14 +271,21 @@ class Scorer:
         return float(np.median(coarse[:: max(1, n // TYPICAL_SAMPLE)]))
 
     def scores(self, chunk_ids: Iterable[int]) -> dict[int, float]:
-        if self._groups is None:
-            return {}
         wanted = np.fromiter(chunk_ids, dtype=np.int64)
+        found = self.scores_of(wanted)
+        have = ~np.isnan(found)
+        return dict(zip(wanted[have].tolist(), found[have].tolist(), strict=True))
+
+    def scores_of(self, chunk_ids: Ints) -> npt.NDArray[np.float64]:
+        """The cosine of each of ``chunk_ids``, NaN where it has no vector."""
+        out = np.full(len(chunk_ids), np.nan)
+        if self._groups is None or not len(chunk_ids):
+            return out
         chunks = self._groups.chunk
-        at = np.minimum(np.searchsorted(chunks, wanted), len(chunks) - 1)
-        found = chunks[at] == wanted
-        scores = self._fine_of(at[found])
-        return dict(zip(wanted[found].tolist(), scores.tolist(), strict=True))
+        at = np.minimum(np.searchsorted(chunks, chunk_ids), len(chunks) - 1)
+        found = chunks[at] == chunk_ids
+        out[found] = self._fine_of(at[found])
+        return out
 
     def _fine_of(self, picked: npt.NDArray[np.intp]) -> Floats:
         """Fine scores of chunk groups (each computed once per query)."""
@@ -265,6 +303,17 @@ class Scorer:
             fine = groups.rows.fine_scores(rows, self._query)
             self._fine[todo] = np.maximum.reduceat(fine, offsets)
         return self._fine[picked]
+
+
+@dataclass(frozen=True)
+class VectorReading:
+    """One user's vectors as a read left them (``VectorCache.current``)."""
+
+    entry: _UserVectors
+    groups: _Groups | None
+    generation: int
+    grown: bool
+    """a large user's vectors grew by a tenth since their copy: save one"""
 
 
 class VectorCache:
@@ -288,23 +337,36 @@ class VectorCache:
         self._ahead: ThreadPoolExecutor | None = None
         self._closed = False
 
-    def scorer(self, user_id: str, model: str, query: npt.NDArray[np.float32]) -> Scorer:
-        self._model = model
-        return Scorer(self._ready(user_id, model), query.astype(np.float32))
+    def ready(self, user_id: str, model: str) -> _Groups | None:
+        """The user's vectors from ``model``, up to date, in a read of their own."""
+        with self._read(user_id) as rows:
+            reading = self.current(rows, user_id, model)
+        return self.done(user_id, model, reading)
 
-    def _ready(self, user_id: str, model: str) -> _Groups | None:
-        entry = self._fresh(user_id, model)
+    def current(self, rows: Snapshot, user_id: str, model: str) -> VectorReading:
+        """The user's vectors from ``model`` brought up to date from
+        ``rows`` (loaded on first use); ``done`` finishes once the read is
+        over."""
+        self._model = model
+        generation, entry, grown = self._fresh(rows, user_id, model)
         with entry.lock:
             if entry.rows.coarse.shape[0] and entry.groups is None:
                 entry.groups = self._group(entry)
             groups = entry.groups
-        self._charge(user_id, model, entry)
-        return groups
+        return VectorReading(entry, groups, generation, grown)
+
+    def done(self, user_id: str, model: str, reading: VectorReading) -> _Groups | None:
+        """After ``current``, holding no connection: save a grown large
+        user's copy and charge the bytes to the budget."""
+        if reading.grown and self._saver is not None:
+            self._saver.save(user_id, _kind(model), reading.generation, reading.entry.dump)
+        self._charge(user_id, model, reading.entry)
+        return reading.groups
 
     def prepare(self, user_id: str, model: str) -> None:
         """Bring the user's vectors from ``model`` up to date as a search
         would (saving a large user's grown copy)."""
-        self._ready(user_id, model)
+        self.ready(user_id, model)
 
     def prefetch(self, user_id: str) -> Future[None] | None:
         """Load the user's vectors on this cache's own thread: the keyword
@@ -325,45 +387,42 @@ class VectorCache:
                 with self._read(user_id) as rows:
                     model = rows.vector_model()
             if model is not None:
-                self._ready(user_id, model)
+                self.ready(user_id, model)
         except Exception:  # the search itself loads again and reports
             log.exception("loading the vectors of %s ahead of its search failed", user_id)
 
-    def _fresh(self, user_id: str, model: str) -> _UserVectors:
-        with self._read(user_id) as rows:
-            generation = rows.generation()
-            with self._lock:
-                entry = self._entries.get((user_id, model))
-                if entry is None or entry.generation != generation:
-                    entry = _UserVectors(generation)
-                    self._entries[(user_id, model)] = entry
-            with entry.lock:
-                if not entry.loaded:  # a user with no vectors asks for a copy once
-                    entry.loaded = True
-                    data = rows.saved(_kind(model))
-                    arrays = saved.unpack(data) if data is not None else None
-                    del data
-                    if arrays is not None:
-                        entry.restore(arrays)
-                        del arrays
-                with bulk_load() if entry.max_id == 0 else nullcontext():
-                    parts = [
-                        (batch.ids, batch.chunks, batch.turns, Quantized.of(batch.vectors))
-                        for batch in self._batches(rows, model, entry.max_id)
-                    ]
-                if parts:
-                    self._append(entry, parts)
-                    many = len(parts) > 1
-                    del parts  # the batches' arrays, before trimming
-                    if many:
-                        give_back_memory()
-                n = len(entry.row_chunk)
-                grown = n >= saved.SAVE_MIN and n - entry.saved_rows > entry.saved_rows // 10
-                if grown:
-                    entry.saved_rows = n
-        if grown and self._saver is not None:
-            self._saver.save(user_id, _kind(model), generation, entry.dump)
-        return entry
+    def _fresh(self, rows: Snapshot, user_id: str, model: str) -> tuple[int, _UserVectors, bool]:
+        generation = rows.generation()
+        with self._lock:
+            entry = self._entries.get((user_id, model))
+            if entry is None or entry.generation != generation:
+                entry = _UserVectors(generation)
+                self._entries[(user_id, model)] = entry
+        with entry.lock:
+            if not entry.loaded:  # a user with no vectors asks for a copy once
+                entry.loaded = True
+                data = rows.saved(_kind(model))
+                arrays = saved.unpack(data) if data is not None else None
+                del data
+                if arrays is not None:
+                    entry.restore(arrays)
+                    del arrays
+            with bulk_load() if entry.max_id == 0 else nullcontext():
+                parts = [
+                    (batch.ids, batch.chunks, batch.turns, Quantized.of(batch.vectors))
+                    for batch in self._batches(rows, model, entry.max_id)
+                ]
+            if parts:
+                self._append(entry, parts)
+                many = len(parts) > 1
+                del parts  # the batches' arrays, before trimming
+                if many:
+                    give_back_memory()
+            n = len(entry.row_chunk)
+            grown = n >= saved.SAVE_MIN and n - entry.saved_rows > entry.saved_rows // 10
+            if grown:
+                entry.saved_rows = n
+        return generation, entry, grown
 
     @staticmethod
     def _batches(rows: Snapshot, model: str, after: int) -> Iterable[VectorRows]:
