@@ -20,7 +20,15 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from memoro import block, metrics, reviewer
-from memoro.errors import BlockChanged, InvalidInput, ModelError, NoModel, NoProposal, ReviewRunning
+from memoro.errors import (
+    BlockChanged,
+    InvalidInput,
+    ModelError,
+    NoModel,
+    NoProposal,
+    ReviewRunning,
+    UserErased,
+)
 from memoro.history.worker import Lease, Schedule, Worker
 from memoro.llm import Provider, make_provider
 from memoro.models import Job, Proposal, ReviewState, Writer, WriteResult, WriteSource
@@ -96,6 +104,7 @@ class Reviews:
         source: WriteSource | None = None,
         settle: Proposal | None = None,
         accepting: bool = False,
+        epoch: int | None = None,
     ) -> WriteResult:
         raise NotImplementedError  # Memoro's: the one save of every write
 
@@ -118,12 +127,13 @@ class Reviews:
             raise InvalidInput("apply must be true or false")
         provider = self.reviewer()
         holder = f"{self.worker.name}:{uuid.uuid4().hex[:8]}"
+        epoch = self.store.user_epoch(user_id)
         state = self.store.begin_review(user_id, holder, self._review_lease())
         if state is None:
             raise ReviewRunning(
                 "a review of this user's memory is running already; its proposal comes when it ends"
             )
-        return self._review(provider, state, holder, apply=apply)
+        return self._review(provider, state, holder, epoch, apply=apply)
 
     def proposal(self, user_id: str) -> Proposal | None:
         """The user's pending proposal, ``stale`` when the block has changed
@@ -223,6 +233,7 @@ class Reviews:
             return
         provider = self.reviewer()
         holder = f"{lease.worker}:{job.id}"
+        epoch = self.store.user_epoch(job.user_id)
         state = self.store.begin_review(job.user_id, holder, self._review_lease())
         if state is None:  # a review of the user runs already: it covers this one
             self.store.finish_job(job, lease.worker)
@@ -235,16 +246,25 @@ class Reviews:
             return
         try:
             self._review(
-                provider, state, holder, apply=settings.review == "apply", job=job, lease=lease
+                provider,
+                state,
+                holder,
+                epoch,
+                apply=settings.review == "apply",
+                job=job,
+                lease=lease,
             )
         except ModelError as exc:
             log.warning("the memory review of a user failed: %s", exc)
+        except UserErased:  # nothing of the review is kept: the erase took the rest
+            self.store.finish_job(job, lease.worker)
 
     def _review(
         self,
         provider: Provider,
         state: ReviewState,
         holder: str,
+        epoch: int,
         *,
         apply: bool,
         job: Job | None = None,
@@ -304,6 +324,7 @@ class Reviews:
                     expected_etag=proposal.based_on,
                     source=WriteSource.REVIEW,
                     settle=proposal,
+                    epoch=epoch,
                 )
             except BlockChanged:  # changed during the review: left for the user to see
                 proposal = replace(proposal, stale=True)

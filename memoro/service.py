@@ -209,18 +209,21 @@ class Memoro(Transfers, Reviews):
         source: WriteSource | None = None,
         settle: Proposal | None = None,
         accepting: bool = False,
+        epoch: int | None = None,
     ) -> WriteResult:
         """The one save of every write: normalized and checked, compared
         with ``expected_etag`` when given, audited with its writer (and
         ``source``), in one transaction. A review's proposal being saved
         (``settle``) leaves the pending proposal, and its turns count as
-        reviewed; ``accepting`` it, it must still be the one pending."""
+        reviewed; ``accepting`` it, it must still be the one pending. With
+        ``epoch`` (work that began earlier), nothing is saved for a user
+        erased since (UserErased)."""
         new = block.normalize(text)
         count = len(new)
         if count > block.LIMIT or count == 0:
             current = self.store.read_block(user_id)
             return _rejection(new, current.text if current else None)
-        with self.store.block_transaction(user_id) as tx:
+        with self.store.block_transaction(user_id, epoch=epoch) as tx:
             current = tx.current()
             old = current.text if current else None
             if expected_etag is not None and expected_etag != block.etag(old):

@@ -240,7 +240,7 @@ class Transfers:
             if not tx.restore(stored, audit):
                 return "not restored: this user already has a memory block or its history"
         if proposal is not None:
-            self.store.restore_proposal(proposal)
+            self.store.restore_proposal(proposal, epoch=epoch)
         return "restored"
 
     def export(self, user_id: str) -> Iterator[str]:

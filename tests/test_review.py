@@ -561,3 +561,35 @@ def test_m12_two_workers_never_review_one_user_at_once(
     assert len(llm.requests) == 1
     assert _review_jobs(one) == []
     two.close()
+
+
+@pytest.mark.parametrize("apply", [False, True])
+def test_a1_a_review_under_way_when_its_user_is_erased_keeps_nothing(
+    memoro: Memoro, llm: ScriptedLLM, apply: bool
+) -> None:
+    _with_history(memoro)
+    held = threading.Event()
+    llm.script(Step(tool_calls=[("memory_write", {"block": BETTER})], hold=held))
+    outcome: list[Any] = []
+    under_way = threading.Thread(
+        target=lambda: outcome.append(_outcome(lambda: memoro.review("ann", apply=apply)))
+    )
+    under_way.start()
+    deadline = time.monotonic() + 10
+    while not llm.requests:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    memoro.delete_user("ann")
+    held.set()
+    under_way.join()
+    assert memoro.read_block("ann") is None and memoro.audit("ann") == []
+    assert memoro.proposal("ann") is None
+    assert memoro.store.review_stats().proposals == 0
+    assert outcome and not getattr(outcome[0], "applied", False)
+
+
+def _outcome(run: Any) -> Any:
+    try:
+        return run()
+    except Exception as exc:  # the erase may cut the review off with an error
+        return exc

@@ -443,9 +443,10 @@ class ReviewStore(Protocol):
         one dropped, or ``None`` when there was none."""
         ...
 
-    def restore_proposal(self, proposal: Proposal) -> bool:
+    def restore_proposal(self, proposal: Proposal, *, epoch: int | None = None) -> bool:
         """Put back an exported proposal for a user who has none; False,
-        changing nothing, when the user has one."""
+        changing nothing, when the user has one. With ``epoch``, nothing is
+        stored and UserErased is raised when the user was erased since."""
         ...
 
     def begin_review(self, user_id: str, holder: str, lease_seconds: float) -> ReviewState | None:

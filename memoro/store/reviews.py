@@ -16,6 +16,7 @@ from memoro.models import Job, Proposal, ReviewState, ReviewStats, ReviewTurns
 from memoro.store.dialect import Conn, Dialect, utcnow
 from memoro.store.queue import SqlQueue, finish
 from memoro.store.turns import VISIBLE, turn_from_row
+from memoro.store.users import check_epoch
 
 REVIEW_JOB = "review_block"
 """The kind of the worker's scheduled review job."""
@@ -76,9 +77,10 @@ class SqlReviews(SqlQueue):
             self._deleted(("memory_proposals",))
         return found
 
-    def restore_proposal(self, proposal: Proposal) -> bool:
+    def restore_proposal(self, proposal: Proposal, *, epoch: int | None = None) -> bool:
         user_id = proposal.user_id
         with self._write(user_id) as conn:
+            check_epoch(conn, user_id, epoch)
             if read_proposal(self.dialect, conn, user_id) is not None:
                 return False
             self._put_proposal(conn, proposal)
