@@ -7,12 +7,16 @@ to CLI messages.
     │   ├── UnknownTool     a tool name memoro does not define
     │   └── TooLarge        an upload over the size memoro accepts
     ├── BlockChanged        a precondition (If-Match) no longer holds
+    ├── NoProposal          the user has no pending memory proposal
+    ├── ReviewRunning       a review of the user is running already
     ├── Busy                as many uploads of the user are arriving as memoro takes
     ├── UserErased          the user was erased while this work ran: it was cancelled
     ├── Unauthorized        no valid user token or session
     ├── KeysUnavailable     the identity provider's signing keys could not be fetched
     ├── ConfigError         a setting has a value memoro cannot use
+    │   └── NoModel         a review was asked for but no chat model is configured
     ├── ModelError          the chat model's API failed or could not be reached
+    │   └── ModelTimeout    the chat model did not answer within the deadline
     └── StoreError          the database could not do what was asked
         ├── DiskFull        the database's disk is full: nothing was stored
         └── MigrationError  the schema is newer than this memoro, or broken
@@ -70,6 +74,20 @@ class BlockChanged(MemoroError):
         self.current = current
 
 
+class NoProposal(MemoroError):
+    """The user has no pending memory proposal to show, accept or dismiss
+    (HTTP 404)."""
+
+    code = "no_proposal"
+
+
+class ReviewRunning(MemoroError):
+    """A review of the user's memory is running already, here or in another
+    process (HTTP 409: its proposal comes when it ends)."""
+
+    code = "review_running"
+
+
 class Busy(MemoroError):
     """The user already has as many uploads arriving as memoro takes at once
     (MEMORO_IMPORT_UPLOADS; HTTP 429: try again when one has finished)."""
@@ -105,11 +123,25 @@ class ConfigError(MemoroError):
     code = "config_error"
 
 
+class NoModel(ConfigError):
+    """A memory review needs a chat model and none is configured
+    (MEMORO_LLM; HTTP 501)."""
+
+    code = "no_model"
+
+
 class ModelError(MemoroError):
     """The chat model's API could not be reached, or refused or failed the
-    request (HTTP 502); the turn was not answered."""
+    request, or answered with nothing memoro can use (HTTP 502); the turn
+    was not answered, or the review changed nothing."""
 
     code = "model_error"
+
+
+class ModelTimeout(ModelError):
+    """The chat model did not finish within the deadline (HTTP 504)."""
+
+    code = "model_timeout"
 
 
 class StoreError(MemoroError):

@@ -1,5 +1,6 @@
 """Prometheus metrics that processes count as they go: HTTP request and
-search latency, and what the embedder indexed and how long it took. The
+search latency, what the embedder indexed and how long it took, and how
+memory reviews ended. The
 gauges read from the database at scrape time (the queue, index lag) are
 memoro/web/ops.py's. Created on first use rather than at import, so that
 ``memoro serve --workers N`` can point prometheus_client at a shared folder
@@ -42,6 +43,13 @@ class _Metrics:
             "memoro_indexed_turns",
             "Finished turns the worker indexed (chunked, embedded and stored).",
         )
+        self.reviews = Counter(
+            "memoro_reviews",
+            "Memory reviews by how they ended: proposed, applied, unchanged (the model saw"
+            " nothing to change) or failed (the model failed, timed out or answered with"
+            " nothing usable).",
+            ["outcome"],
+        )
 
 
 _made: _Metrics | None = None
@@ -74,6 +82,10 @@ def observe_embedding(chunks: int, seconds: float) -> None:
 
 def observe_indexed(turns: int) -> None:
     get().indexed_turns.inc(turns)
+
+
+def observe_review(outcome: str) -> None:
+    get().reviews.labels(outcome).inc()
 
 
 def process_collector() -> Any:

@@ -27,6 +27,13 @@ class Operation(StrEnum):
     DELETE = "delete"
 
 
+class WriteSource(StrEnum):
+    """Where a write came from, when not straight from its writer: a model's
+    memory review (applied, or accepted by the user)."""
+
+    REVIEW = "review"
+
+
 class Outcome(StrEnum):
     """What became of a write."""
 
@@ -96,9 +103,12 @@ class AuditRecord:
     added_lines: tuple[str, ...]
     removed_count: int
     added_count: int
+    source: WriteSource | None = None
 
     @classmethod
-    def for_write(cls, writer: Writer, diff: LineDiff) -> AuditRecord:
+    def for_write(
+        cls, writer: Writer, diff: LineDiff, source: WriteSource | None = None
+    ) -> AuditRecord:
         return cls(
             writer=writer,
             operation=Operation.WRITE,
@@ -106,6 +116,7 @@ class AuditRecord:
             added_lines=tuple(map(audit_line, diff.added)),
             removed_count=len(diff.removed),
             added_count=len(diff.added),
+            source=source,
         )
 
     @classmethod
@@ -126,6 +137,9 @@ class AuditEntry:
     added_lines: tuple[str, ...]
     removed_count: int
     added_count: int
+    source: WriteSource | None = None
+    """``review`` for a block a memory review proposed (the writer is then
+    the model)."""
 
     def record(self) -> AuditRecord:
         """What was recorded, without where and when."""
@@ -136,6 +150,7 @@ class AuditEntry:
             self.added_lines,
             self.removed_count,
             self.added_count,
+            self.source,
         )
 
     def to_json(self) -> dict[str, object]:
@@ -144,6 +159,7 @@ class AuditEntry:
             "at": iso(self.at),
             "writer": self.writer.value,
             "operation": self.operation.value,
+            "source": self.source.value if self.source else None,
             "removed_lines": list(self.removed_lines),
             "added_lines": list(self.added_lines),
             "removed_count": self.removed_count,
@@ -213,6 +229,100 @@ class DeleteResult:
 
     def to_json(self) -> dict[str, object]:
         return {"deleted": self.deleted, "removed_count": self.removed_count}
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A memory review's proposed block: the user's one pending proposal,
+    made from the block whose ETag is ``based_on``, with the lines it would
+    remove and add there. ``stale`` when the block has changed since (it is
+    then not saved over it); ``applied`` when the review saved it at once."""
+
+    user_id: str
+    block: str
+    based_on: str
+    removed: tuple[str, ...]
+    added: tuple[str, ...]
+    created_at: datetime
+    turns_read: int
+    """The past turns the review read."""
+    turns_unread: int
+    """New turns it did not read: the older ones, past MEMORO_REVIEW_CHARS."""
+    up_to_turn: int = 0
+    """The newest turn id it covered: accepting or dismissing it settles them."""
+    stale: bool = False
+    applied: bool = False
+
+    @property
+    def count(self) -> int:
+        return char_count(self.block)
+
+    @property
+    def etag(self) -> str:
+        """The ETag of the proposed block: which proposal a user accepts."""
+        return etag(self.block)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "block": self.block,
+            "count": self.count,
+            "limit": LIMIT,
+            "etag": self.etag,
+            "based_on": self.based_on,
+            "removed": list(self.removed),
+            "added": list(self.added),
+            "created_at": iso(self.created_at),
+            "turns_read": self.turns_read,
+            "turns_unread": self.turns_unread,
+            "stale": self.stale,
+            "applied": self.applied,
+        }
+
+
+@dataclass(frozen=True)
+class ReviewTurns:
+    """What a review reads: the newest of the user's turns since the last
+    settled review that fit its budget, oldest first; how many newer-than-
+    settled turns did not fit; and the newest turn id among them all."""
+
+    turns: list[Turn]
+    unread: int
+    up_to_turn: int
+
+
+@dataclass(frozen=True)
+class ReviewState:
+    """Where a user's reviews stand: turns up to ``reviewed_to`` are settled
+    (in the block, or turned down by the user), ``new_turns`` arrived since
+    the last review ran (at ``reviewed_at``), ``failures`` in a row."""
+
+    user_id: str
+    reviewed_to: int = 0
+    new_turns: int = 0
+    reviewed_at: datetime | None = None
+    failures: int = 0
+
+
+@dataclass(frozen=True)
+class ReviewStats:
+    """Memory reviews at a glance, for monitoring: counts only."""
+
+    proposals: int
+    """Proposals waiting for their user."""
+    reviewed_users: int
+    """Users reviewed at least once."""
+    failing_users: int
+    """Users whose last review failed (retried with back-off)."""
+    failures: int
+    """Failed reviews in a row, summed over those users."""
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "proposals": self.proposals,
+            "reviewed_users": self.reviewed_users,
+            "failing_users": self.failing_users,
+            "failures": self.failures,
+        }
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from memoro import block, inputs, metrics
-from memoro.errors import BlockChanged, InvalidInput
+from memoro.errors import BlockChanged, InvalidInput, NoProposal
 from memoro.history import search as history_search
 from memoro.history.embed import Embedder, LocalEmbedder, make_embedder
 from memoro.history.fusion import Mode
@@ -28,6 +28,7 @@ from memoro.models import (
     JobStatus,
     NewTurn,
     Outcome,
+    Proposal,
     QueueStats,
     RecordedTurn,
     SearchHits,
@@ -36,8 +37,10 @@ from memoro.models import (
     UserDeletion,
     Writer,
     WriteResult,
+    WriteSource,
 )
 from memoro.prompt import SystemPrompt, build_system_prompt
+from memoro.review import REVIEW_JOB, Reviews, Slots
 from memoro.settings import Settings
 from memoro.store.base import Store
 from memoro.tools import ToolResult, execute
@@ -67,7 +70,7 @@ def check_writer(writer: object) -> Writer:
         raise InvalidInput(f"writer must be 'model' or 'user', not {writer!r}") from None
 
 
-class Memoro(Transfers):
+class Memoro(Transfers, Reviews):
     """Each user's memory: the personal block and past conversations.
 
     Open one with ``Memoro.open()`` (SQLite under ``MEMORO_HOME``) or pass any
@@ -88,12 +91,14 @@ class Memoro(Transfers):
         if embedder is _DEFAULT:
             embedder = make_embedder(self.settings)
         self.embedder: Embedder | None = embedder
+        self._review_slots = Slots(self.settings.review_per_hour)
         self.worker = Worker(
             store,
             embedder,
             threads=self.settings.index_threads or usable_cores(),
-            handlers={"import_file": self._run_import},
+            handlers={"import_file": self._run_import, REVIEW_JOB: self._run_review},
             retain_days=self.settings.retain_days,
+            schedules=[self.review_schedule()],
         )
         if worker is None:
             worker = self.settings.worker == "thread"
@@ -192,21 +197,53 @@ class Memoro(Transfers):
         writer = check_writer(writer)
         if not isinstance(text, str):
             raise InvalidInput("the block must be a string")
+        return self._save(user_id, text, writer=writer, expected_etag=expected_etag)
+
+    def _save(
+        self,
+        user_id: str,
+        text: str,
+        *,
+        writer: Writer,
+        expected_etag: str | None,
+        source: WriteSource | None = None,
+        settle: Proposal | None = None,
+        accepting: bool = False,
+        epoch: int | None = None,
+    ) -> WriteResult:
+        """The one save of every write: normalized and checked, compared
+        with ``expected_etag`` when given, audited with its writer (and
+        ``source``), in one transaction. A review's proposal being saved
+        (``settle``) leaves the pending proposal, and its turns count as
+        reviewed; ``accepting`` it, it must still be the one pending. With
+        ``epoch`` (work that began earlier), nothing is saved for a user
+        erased since (UserErased)."""
         new = block.normalize(text)
         count = len(new)
         if count > block.LIMIT or count == 0:
             current = self.store.read_block(user_id)
             return _rejection(new, current.text if current else None)
-        with self.store.block_transaction(user_id) as tx:
+        with self.store.block_transaction(user_id, epoch=epoch) as tx:
             current = tx.current()
             old = current.text if current else None
             if expected_etag is not None and expected_etag != block.etag(old):
                 raise BlockChanged("Memory was changed elsewhere.", old)
+            if settle is not None:
+                pending = tx.proposal()
+                if accepting and (pending is None or pending.etag != settle.etag):
+                    raise NoProposal(
+                        "the memory proposal was replaced or dismissed meanwhile: nothing was saved"
+                    )
+                tx.settle(settle.up_to_turn)
             if old == new:
                 return WriteResult(Outcome.UNCHANGED, old, count)
             diff = block.line_diff(old or "", new)
-            tx.put(new, AuditRecord.for_write(writer, diff))
+            tx.put(new, AuditRecord.for_write(writer, diff, source))
         return WriteResult(Outcome.SAVED, new, count, diff.removed, diff.added)
+
+    def _refusal(self, text: str, current: str | None) -> WriteResult | None:
+        new = block.normalize(text)
+        return _rejection(new, current) if len(new) > block.LIMIT or not new else None
 
     def delete_block(
         self, user_id: str, *, writer: Writer | str, expected_etag: str | None = None
@@ -497,7 +534,9 @@ class Memoro(Transfers):
 
     def index_status(self) -> dict[str, object]:
         """The embedding model in use, vectors per model, how many chunks
-        lack a vector from the current model, and the job queue."""
+        lack a vector from the current model, the job queue, and memory
+        reviews (proposals waiting, users reviewed, users whose last
+        review failed)."""
         model = self.embedder.model_id if self.embedder else None
         # with keyword search alone every chunk "misses" the model named "": the total
         missing, total = self.store.count_chunks_missing_vectors(model or "")
@@ -512,6 +551,8 @@ class Memoro(Transfers):
             "chunks_missing_vectors": missing,
             "reindex_needed": bool(missing),
             "jobs": {status.value: n for status, n in self.store.count_jobs().items()},
+            "review": self.settings.review,
+            "reviews": self.store.review_stats().to_json(),
         }
 
     # -- tools (T) ---------------------------------------------------------

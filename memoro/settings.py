@@ -224,6 +224,56 @@ SETTINGS: tuple[Setting, ...] = (
         metavar="KEY",
     ),
     Setting(
+        name="review",
+        env="MEMORO_REVIEW",
+        default="off",
+        help="Memory review by the worker: the chat model (MEMORO_LLM) rereads a user's"
+        " block and recent turns and proposes a better block. off, propose (the user"
+        " accepts it on the Memory page) or apply (saved at once, audited as the model's)."
+        " Reviews asked for by hand run whenever a chat model is configured.",
+        choices=("off", "propose", "apply"),
+    ),
+    Setting(
+        name="review_min_turns",
+        env="MEMORO_REVIEW_MIN_TURNS",
+        default="20",
+        help="The worker reviews a user once at least this many turns arrived since the"
+        " last review.",
+        metavar="N",
+    ),
+    Setting(
+        name="review_every",
+        env="MEMORO_REVIEW_EVERY",
+        default="24",
+        help="Hours that pass between two reviews of one user by the worker, at least.",
+        metavar="HOURS",
+    ),
+    Setting(
+        name="review_per_hour",
+        env="MEMORO_REVIEW_PER_HOUR",
+        default="60",
+        help="The most reviews each worker process runs in an hour (a ceiling on the"
+        " model's cost); users due beyond it wait for the next hour.",
+        metavar="N",
+    ),
+    Setting(
+        name="review_chars",
+        env="MEMORO_REVIEW_CHARS",
+        default="24000",
+        help="The most characters of past turns (questions and answers) one review reads:"
+        " the newest turns since the last review that fit; the proposal says how many"
+        " older ones it did not read.",
+        metavar="CHARS",
+    ),
+    Setting(
+        name="review_timeout",
+        env="MEMORO_REVIEW_TIMEOUT",
+        default="120",
+        help="Seconds one review may take with the model, in all; past it the review fails"
+        " (HTTP 504) and nothing changes.",
+        metavar="SECONDS",
+    ),
+    Setting(
         name="log_level",
         env="MEMORO_LOG_LEVEL",
         default="info",
@@ -279,6 +329,12 @@ class Settings:
     llm_url: str = ""
     llm_model: str = ""
     llm_key: str = ""
+    review: str = "off"
+    review_min_turns: int = 20
+    review_every: int = 24
+    review_per_hour: int = 60
+    review_chars: int = 24_000
+    review_timeout: int = 120
     log_level: str = "info"
     metrics_token: str = ""
     worker: str = "thread"
@@ -361,6 +417,15 @@ class Settings:
             retain_days=_whole(values.pop("retain_days"), "MEMORO_RETAIN_DAYS", 0, 36_500),
             cache_mb=_whole(values.pop("cache_mb"), "MEMORO_CACHE_MB", 1, 1 << 20),
             clock_skew=_whole(values.pop("clock_skew"), "MEMORO_CLOCK_SKEW", 0, 86_400),
+            review_min_turns=_whole(
+                values.pop("review_min_turns"), "MEMORO_REVIEW_MIN_TURNS", 1, 1_000_000
+            ),
+            review_every=_whole(values.pop("review_every"), "MEMORO_REVIEW_EVERY", 0, 8760),
+            review_per_hour=_whole(
+                values.pop("review_per_hour"), "MEMORO_REVIEW_PER_HOUR", 1, 100_000
+            ),
+            review_chars=_whole(values.pop("review_chars"), "MEMORO_REVIEW_CHARS", 1000, 1_000_000),
+            review_timeout=_whole(values.pop("review_timeout"), "MEMORO_REVIEW_TIMEOUT", 1, 3600),
             **values,
         )
 

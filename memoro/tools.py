@@ -507,6 +507,15 @@ def _arguments(tool: Tool, arguments: Mapping[str, Any] | str | None) -> Argumen
         raise _BadArguments(_problem(tool, exc)) from None
 
 
+def checked_arguments(tool: Tool, arguments: Mapping[str, Any] | str | None) -> Arguments:
+    """The arguments of a call to ``tool``, checked as a call the model makes
+    in a chat is; InvalidInput says what is wrong, in words it can act on."""
+    try:
+        return _arguments(tool, arguments)
+    except _BadArguments as exc:
+        raise InvalidInput(str(exc)) from None
+
+
 def _problem(tool: Tool, exc: ValidationError) -> str:
     """The first thing wrong with the arguments, in words the model can act on."""
     errors = exc.errors()

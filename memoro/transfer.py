@@ -25,7 +25,15 @@ from memoro.imports.model import ImportedConversation, ImportReport, Tally
 from memoro.imports.source import Source
 from memoro.imports.upload import PART, Stored, Upload
 from memoro.inputs import clean_text
-from memoro.models import AuditEntry, ImportState, ImportStatus, Job, NewTurn, RecordedTurn
+from memoro.models import (
+    AuditEntry,
+    ImportState,
+    ImportStatus,
+    Job,
+    NewTurn,
+    Proposal,
+    RecordedTurn,
+)
 from memoro.settings import Settings
 from memoro.tools import plural
 from memoro.turns import check_conversation, check_user, checked_turn, now
@@ -219,14 +227,25 @@ class Transfers:
             return "not restored: the export's block breaks the block's rules"
         if not all(_plausible(entry) for entry in audit):
             return "not restored: the export's audit log is damaged"
+        raw_proposal = memoro_format.export_proposal(source)
+        try:
+            proposal = (
+                None if raw_proposal is None else memoro_format.proposal_of(user_id, raw_proposal)
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            return f"not restored: the export's proposal is damaged ({exc})"
+        if proposal is not None and not _possible(proposal):
+            return "not restored: the export's proposal breaks the block's rules"
         with self.store.block_transaction(user_id, epoch=epoch) as tx:
             if not tx.restore(stored, audit):
                 return "not restored: this user already has a memory block or its history"
+        if proposal is not None:
+            self.store.restore_proposal(proposal, epoch=epoch)
         return "restored"
 
     def export(self, user_id: str) -> Iterator[str]:
         """Everything memoro holds about ``user_id`` — the block, its audit,
-        every conversation with its turns — as the JSON text of memoro's
+        a pending review proposal, every conversation with its turns — as the JSON text of memoro's
         export format, a conversation at a time; ``import_file`` reads it
         back losslessly."""
         user_id = check_user(user_id)
@@ -237,6 +256,7 @@ class Transfers:
             self.store.list_audit(user_id, limit=AUDIT_EXPORT_LIMIT),
             ((c, self.store.conversation_turns(user_id, c.id)) for c in reversed(conversations)),
             now(),
+            self.store.read_proposal(user_id),
         )
 
     def _stored_turns(
@@ -426,6 +446,21 @@ def _plausible(entry: AuditEntry) -> bool:
         and 0 <= entry.added_count <= block.LIMIT
         and len(lines) <= 2 * block.LIMIT
         and all(_block_line(line) for line in lines)
+    )
+
+
+def _possible(proposal: Proposal) -> bool:
+    """A proposal a review could have made."""
+    lines = (*proposal.removed, *proposal.added)
+    return (
+        bool(proposal.block)
+        and block.normalize(proposal.block) == proposal.block
+        and len(proposal.block) <= block.LIMIT
+        and IMPORT_ID.fullmatch(proposal.based_on) is not None
+        and len(lines) <= 2 * block.LIMIT
+        and all("\n" not in line and block.without_controls(line) == line for line in lines)
+        and proposal.turns_read >= 0
+        and proposal.turns_unread >= 0
     )
 
 

@@ -23,6 +23,6 @@ def clean(admin: str) -> None:
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(
             "TRUNCATE memory_blocks, memory_audit, vectors, chunks, turns, conversations,"
-            " jobs, history_users, import_parts, imports, search_indexes, user_epochs"
-            " RESTART IDENTITY"
+            " jobs, history_users, import_parts, imports, search_indexes, user_epochs,"
+            " memory_proposals, review_state RESTART IDENTITY"
         )

@@ -16,12 +16,15 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
+from memoro import block
 from memoro.cli import cli
 from memoro.client import MemoroClient
+from memoro.models import Proposal
 from memoro.service import Memoro
 from memoro.settings import Settings
 from memoro.store.sqlite import SqliteStore
 from memoro.testing import HashEmbedder
+from memoro.turns import now
 from memoro.web.security import AuthConfig
 from tests import postgres as pg
 from tests.test_http import client
@@ -116,11 +119,15 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
 
 
 def _fill(memoro: Memoro, user: str) -> None:
-    """Everything a user can have: a block and its audit, indexed turns,
-    a deleted conversation waiting for its purge, imports done and failed,
-    an upload still arriving, a saved index copy."""
+    """Everything a user can have: a block and its audit, a review's
+    proposal, indexed turns, a deleted conversation waiting for its purge,
+    imports done and failed, an upload still arriving, a saved index copy."""
     memoro.write_block(user, f"Name: {user}\nBadge: QUOKKA-{user}", writer="user")
     memoro.write_block(user, f"Name: {user}", writer="model")
+    proposed = f"Name: {user}\nLikes BILBY-{user} stories"
+    memoro.store.restore_proposal(
+        Proposal(user, proposed, block.etag(f"Name: {user}"), (), (proposed,), now(), 3, 0)
+    )
     for i in range(3):
         memoro.record_turn(user, "kept", f"WOMBAT-{user} heron {i}", "noted")
     memoro.record_turn(user, "gone", f"deleted WOMBAT-{user}", "ok")
@@ -150,7 +157,9 @@ def test_deleting_a_user_leaves_no_row_anywhere_and_the_other_user_whole(
         memoro.store._keep_index(user, "bm25", backend.generation(user), memoryview(b"idx"))
     bobs = backend.rows_of("bob")
     held = backend.rows_of("ann")
-    for table in ("memory_blocks", "memory_audit", "turns", "chunks", "vectors", "jobs"):
+    for table in ("memory_blocks", "memory_audit", "memory_proposals", "review_state"):
+        assert held[table], f"ann has no {table} rows to delete: the test sees nothing"
+    for table in ("turns", "chunks", "vectors", "jobs"):
         assert held[table], f"ann has no {table} rows to delete: the test sees nothing"
     assert held["imports"] and held["import_parts"] and held["search_indexes"]
 
@@ -166,6 +175,7 @@ def test_deleting_a_user_leaves_no_row_anywhere_and_the_other_user_whole(
     assert {table: n for table, n in backend.rows_of("ann").items() if n} == {}
     assert backend.rows_of("bob") == bobs
     assert memoro.read_block("ann") is None and memoro.audit("ann") == []
+    assert memoro.proposal("ann") is None
     assert memoro.list_conversations("ann") == [] and memoro.list_imports("ann") == []
     for mode in ("hybrid", "keyword", "semantic"):
         assert memoro.search("ann", "heron WOMBAT", mode=mode) == []
@@ -220,7 +230,7 @@ def test_no_byte_of_an_erased_user_is_left_in_any_sqlite_file(tmp_path: Path) ->
     memoro.write_block("bob", "bob's own line", writer="user")
     memoro.delete_user("ann")
     data = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
-    for marker in (b"QUOKKA", b"WOMBAT", b"NUMBAT", b"DINGO", b"QUOLL", b"heron"):
+    for marker in (b"QUOKKA", b"WOMBAT", b"NUMBAT", b"DINGO", b"QUOLL", b"BILBY", b"heron"):
         assert marker not in data, marker
     assert b"bob's own line" in data
     memoro.close()

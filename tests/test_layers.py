@@ -4,12 +4,26 @@ the two backends independent; the shared store code blind to both."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from importlinter.cli import lint_imports
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _loggers_left_on() -> Iterator[None]:
+    """import-linter configures logging with dictConfig, which turns off
+    every logger that exists (memoro's too): later tests that read memoro's
+    warnings would see none."""
+    existing = logging.Logger.manager.loggerDict.values()
+    before = {logger: logger.disabled for logger in existing if isinstance(logger, logging.Logger)}
+    yield
+    for logger, disabled in before.items():
+        logger.disabled = disabled
 
 
 def test_every_import_contract_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:

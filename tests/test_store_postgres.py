@@ -88,6 +88,7 @@ def test_migrations_run_once(postgres: tuple[str, str]) -> None:
         "turn_times",
         "question_terms",
         "user_epochs",
+        "memory_review",
     ]
     assert len(rows) == len(migrations.load("postgres"))
 

@@ -33,7 +33,10 @@ HARMLESS = {"memoro_is_worker", "memoro_block_changed", "memoro_next_generation"
 # one user's rows, with the caller's rights: what the caller could read anyway
 ONE_USER = {"memoro_read_block"}
 # across users on purpose, for monitoring: counts and ages, no user, payload or error
-COUNTS_ONLY = {"memoro_queue_stats": ["status", "jobs", "oldest_seconds", "oldest_live_seconds"]}
+COUNTS_ONLY = {
+    "memoro_queue_stats": ["status", "jobs", "oldest_seconds", "oldest_live_seconds"],
+    "memoro_review_stats": ["proposals", "reviewed_users", "failing_users", "failures"],
+}
 
 
 @pytest.fixture
@@ -76,7 +79,8 @@ def test_the_app_role_cannot_read_across_users_through_any_function(
         for name, columns in COUNTS_ONLY.items():
             found = conn.execute(f"SELECT * FROM {name}()")
             assert [c.name for c in found.description or ()] == columns
-            assert sum(row[1] for row in found.fetchall()) == 2  # ann's and bob's purges
+        stats = conn.execute("SELECT * FROM memoro_queue_stats()").fetchall()
+        assert sum(row[1] for row in stats) == 2  # ann's and bob's purges
         for name, call in CROSS_USER_FUNCTIONS.items():
             with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"):
                 conn.execute(call)
@@ -189,3 +193,33 @@ def test_the_app_role_cannot_attach_parts_to_another_users_upload(
             " VALUES ('bobs-upload', 'ann', 0, 'planted')"
         )
     assert app.store.upload_part("bob", "bobs-upload", 0) is None
+
+
+def test_a_review_proposal_is_its_users_alone_even_for_a_worker(
+    postgres_server: Any, roles: tuple[Memoro, Memoro]
+) -> None:
+    """M12: a proposal sits behind the block's forced policy; a worker sees
+    every user's review state (to find who is due) but no proposal; the
+    counts reach monitoring from any role."""
+    from memoro import block
+    from memoro.models import Proposal
+    from memoro.turns import now
+
+    app, worker = roles
+    for user in ("ann", "bob"):
+        text = f"{user}'s proposed heron line"
+        app.store.restore_proposal(Proposal(user, text, block.etag(None), (), (text,), now(), 1, 0))
+    assert app.proposal("ann").block == "ann's proposed heron line"  # type: ignore[union-attr]
+    for url in (postgres_server.app, postgres_server.worker):
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT count(*) FROM memory_proposals").fetchone() == (0,)
+            conn.execute("SELECT set_config('memoro.user_id', 'ann', true)")
+            rows = conn.execute("SELECT user_id FROM memory_proposals").fetchall()
+            assert rows == [("ann",)]
+    with psycopg.connect(postgres_server.app) as conn:
+        assert conn.execute("SELECT count(*) FROM review_state").fetchone() == (0,)
+    with psycopg.connect(postgres_server.worker) as conn:
+        users = conn.execute("SELECT user_id FROM review_state ORDER BY 1").fetchall()
+        assert users == [("ann",), ("bob",)]
+    assert app.store.review_stats().proposals == 2
+    assert worker.store.review_stats().proposals == 2

@@ -11,8 +11,10 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from memoro.models import Writer
+from memoro import block
+from memoro.models import Proposal, Writer
 from memoro.service import Memoro
+from memoro.turns import now
 
 FIXTURES = Path(__file__).parent / "fixtures" / "imports"
 
@@ -74,8 +76,14 @@ def test_memoros_export_imports_back_losslessly(history: Memoro) -> None:
     history.write_block("ann", "Preferred name: Al\nTracker: al@example.com", writer=Writer.USER)
     history.record_turn("ann", "live-chat", "What is my tracker account?", "al@example.com")
     history.import_file("ann", FIXTURES / "sillytavern-chat.jsonl")
+    current = "Preferred name: Al\nTracker: al@example.com"
+    proposed = current + "\nLikes herons"
+    history.store.restore_proposal(
+        Proposal("ann", proposed, block.etag(current), (), ("Likes herons",), now(), 2, 1, 7)
+    )
     original = export_of(history, "ann")
     assert original["format"] == "memoro-export" and len(original["audit"]) == 2
+    assert original["proposal"]["block"] == proposed
 
     data = "".join(history.export("ann")).encode()
     report = history.import_file("copy", io.BytesIO(data))
@@ -87,13 +95,15 @@ def test_memoros_export_imports_back_losslessly(history: Memoro) -> None:
     assert live["turns"][0]["key"].startswith("import:")  # a live turn's key: from its content
     live["turns"][0]["key"] = None
     assert copied == original
-    block, copied_block = history.read_block("ann"), history.read_block("copy")
-    assert block is not None and copied_block is not None
+    stored, copied_block = history.read_block("ann"), history.read_block("copy")
+    assert stored is not None and copied_block is not None
     assert (copied_block.text, copied_block.updated_at, copied_block.updated_by) == (
-        block.text,
-        block.updated_at,
-        block.updated_by,
+        stored.text,
+        stored.updated_at,
+        stored.updated_by,
     )
+    restored = history.proposal("copy")
+    assert restored is not None and not restored.stale and restored.block == proposed
 
     # into the same user again: nothing new, and the block is left alone
     again = history.import_file("ann", io.BytesIO(data))

@@ -10,5 +10,5 @@ ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT USAGE ON SEQUENCES TO memoro_wor
 SELECT current_setting('server_version_num')::int >= 170000 AS has_maintain \gset
 \if :has_maintain
 GRANT MAINTAIN ON ALL TABLES IN SCHEMA public TO memoro_worker;
-GRANT MAINTAIN ON memory_blocks, memory_audit TO memoro_app;
+GRANT MAINTAIN ON memory_blocks, memory_audit, memory_proposals TO memoro_app;
 \endif

@@ -4,7 +4,7 @@ run for the authenticated user, bounded tool rounds, compaction of the
 history only, and the finished turn recorded for search."""
 
 from memoro.agent.loop import Agent, HostTool, TurnResult
-from memoro.agent.providers import AnthropicProvider, OpenAIProvider, Provider, make_provider
+from memoro.llm import AnthropicProvider, OpenAIProvider, Provider, make_provider
 
 __all__ = [
     "Agent",

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memoro.agent.compaction import compact
-from memoro.agent.providers import Message, OnText, Provider, ToolCall
 from memoro.errors import ModelError
+from memoro.llm import Message, OnText, Provider, ToolCall
 from memoro.service import Memoro
 from memoro.tools import TOOLS, ToolSpec
 

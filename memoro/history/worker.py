@@ -29,7 +29,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -112,6 +112,17 @@ class Lease:
 Handler = Callable[[Job, Lease], None]
 """Runs one job of a kind the worker does not know itself, and finishes it."""
 
+
+@dataclass(frozen=True)
+class Schedule:
+    """Jobs that come due with time rather than with a write: every
+    ``every`` seconds the worker calls ``queue``, which queues the ones due
+    now as ordinary jobs (their handler runs them) and says how many."""
+
+    every: float
+    queue: Callable[[], int]
+
+
 PREPARE_EVERY = 300.0
 """Seconds a user whose chunks changed waits, while the worker is still
 busy, before their search indexes are brought up to date (at once when the
@@ -128,7 +139,7 @@ to give the chunks indexed meanwhile their vectors."""
 VECTOR_BATCH = 32
 """Chunks given their vectors at once, between the worker's looks at its jobs."""
 
-LONG_JOBS = frozenset({"import_file"})
+LONG_JOBS = frozenset({"import_file", "review_block"})
 """Kinds that can take minutes: run alone, the rest of their batch given back."""
 
 
@@ -167,10 +178,13 @@ class Worker:
         handlers: Mapping[str, Handler] | None = None,
         model_retry: float = MODEL_RETRY_SECONDS,
         retain_days: int = 0,
+        schedules: Sequence[Schedule] = (),
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.handlers = dict(handlers or {})
+        self.schedules = list(schedules)
+        self._scheduled = [-s.every for s in self.schedules]  # monotonic: none yet
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.threads = max(1, threads)
         self.lease_seconds = lease_seconds
@@ -245,9 +259,26 @@ class Worker:
                     progress(n)
             self.prepare_changed(waited=PREPARE_EVERY)
         self.prepare_changed()
-        if self._sweep() and not self._stop.is_set():
-            ran += self._drain(progress, user_id)  # the purges it queued
+        swept, scheduled = self._sweep(), self._schedule()
+        if (swept or scheduled) and not self._stop.is_set():
+            ran += self._drain(progress, user_id)  # the purges or scheduled jobs it queued
         return ran
+
+    def _schedule(self) -> int:
+        """Queue the scheduled jobs that are due, each schedule at most once
+        in its period; how many were queued."""
+        queued = 0
+        for i, schedule in enumerate(self.schedules):
+            now = time.monotonic()
+            with self._upkeep:
+                if now - self._scheduled[i] < schedule.every:
+                    continue
+                self._scheduled[i] = now
+            try:
+                queued += schedule.queue()
+            except Exception:  # the next period tries again
+                log.warning("queueing scheduled jobs failed", exc_info=True)
+        return queued
 
     def _sweep(self) -> bool:
         """Delete uploads cut off by a stopped server and conversations past

@@ -6,8 +6,10 @@ holds about a user, which imports back losslessly::
     {"format": "memoro-export", "version": 1, "user": "alice",
      "exported_at": "2026-12-03T10:00:00+00:00",
      "block": {"text": "…", "updated_at": "…", "updated_by": "model"} | null,
-     "audit": [{"at", "writer", "operation", "removed_lines", "added_lines",
-                "removed_count", "added_count"}, …],            oldest first
+     "audit": [{"at", "writer", "operation", "source", "removed_lines",
+                "added_lines", "removed_count", "added_count"}, …], oldest first
+     "proposal": {"block", "based_on", "removed", "added", "created_at",
+                  "turns_read", "turns_unread"} | null,    a review's, pending
      "conversations": [{"id", "title", "turns": [{"key", "question",
                         "answer", "at"}, …]}, …]}
 """
@@ -30,9 +32,11 @@ from memoro.models import (
     AuditEntry,
     Conversation,
     Operation,
+    Proposal,
     StoredBlock,
     Turn,
     Writer,
+    WriteSource,
     iso,
 )
 
@@ -173,6 +177,31 @@ def export_block(source: Source) -> tuple[dict[str, Any] | None, list[dict[str, 
     return block, audit
 
 
+def export_proposal(source: Source) -> dict[str, Any] | None:
+    """The pending review proposal an export holds (exports before memory
+    reviews have none)."""
+    found = next(iter(source.items(source.members[0], "proposal")), None)
+    return found if isinstance(found, dict) else None
+
+
+def proposal_of(user_id: str, raw: dict[str, Any]) -> Proposal:
+    """The exported proposal, as stored: its turns are of the database it
+    came from, so none counts as reviewed here."""
+    at = parse(raw["created_at"])
+    if at is None or not isinstance(raw["block"], str) or not isinstance(raw["based_on"], str):
+        raise ValueError("the proposal needs its block, what it was based on and its time")
+    return Proposal(
+        user_id,
+        raw["block"],
+        raw["based_on"],
+        tuple(str(line) for line in raw["removed"]),
+        tuple(str(line) for line in raw["added"]),
+        at,
+        int(raw["turns_read"]),
+        int(raw["turns_unread"]),
+    )
+
+
 def block_of(user_id: str, raw: dict[str, Any]) -> StoredBlock:
     """The exported block, as stored."""
     at = parse(raw["updated_at"])
@@ -198,6 +227,7 @@ def audit_of(user_id: str, raw: dict[str, Any]) -> AuditEntry:
         added,
         int(raw["removed_count"]),
         int(raw["added_count"]),
+        WriteSource(raw["source"]) if raw.get("source") else None,
     )
 
 
@@ -207,6 +237,7 @@ def write_export(
     audit: list[AuditEntry],
     conversations: Iterable[tuple[Conversation, list[Turn]]],
     now: datetime,
+    proposal: Proposal | None = None,
 ) -> Iterator[str]:
     """The export as JSON text, a conversation at a time (a user's history
     never has to fit in memory as one string)."""
@@ -225,6 +256,17 @@ def write_export(
         "audit": [
             {k: v for k, v in entry.to_json().items() if k != "id"} for entry in reversed(audit)
         ],
+        "proposal": None
+        if proposal is None
+        else {
+            "block": proposal.block,
+            "based_on": proposal.based_on,
+            "removed": list(proposal.removed),
+            "added": list(proposal.added),
+            "created_at": iso(proposal.created_at),
+            "turns_read": proposal.turns_read,
+            "turns_unread": proposal.turns_unread,
+        },
     }
     text = json.dumps(head, ensure_ascii=False, indent=1)
     yield text[: text.rindex("}")].rstrip() + ',\n "conversations": ['

@@ -33,8 +33,12 @@ from memoro.models import (
     Job,
     JobStatus,
     NewTurn,
+    Proposal,
     QueueStats,
     RecordedTurn,
+    ReviewState,
+    ReviewStats,
+    ReviewTurns,
     StoredBlock,
     Turn,
     UserDeletion,
@@ -63,6 +67,15 @@ class BlockTransaction(Protocol):
         """Put back an exported block and audit log exactly as they were
         (times included), for a user who has neither; False, changing
         nothing, when the user has either."""
+        ...
+
+    def proposal(self) -> Proposal | None:
+        """The user's pending review proposal, or ``None``."""
+        ...
+
+    def settle(self, up_to_turn: int) -> None:
+        """Drop the pending proposal; the user's turns up to ``up_to_turn``
+        count as reviewed (a proposal accepted or applied)."""
         ...
 
 
@@ -385,6 +398,12 @@ class JobQueue(Protocol):
         claimed (their attempt does not count)."""
         ...
 
+    def postpone_job(self, job: Job, worker: str, seconds: float) -> None:
+        """Give back a job this worker holds without running it, to be
+        claimed again no sooner than ``seconds`` from now (its attempt does
+        not count)."""
+        ...
+
     def finish_job(self, job: Job, worker: str) -> bool:
         """Remove a finished job this worker holds."""
         ...
@@ -417,6 +436,11 @@ class Monitoring(Protocol):
     def queue_stats(self) -> QueueStats:
         """The whole queue's counts by status and its ages, whatever role
         this store connects as."""
+        ...
+
+    def review_stats(self) -> ReviewStats:
+        """Every user's memory reviews counted, whatever role this store
+        connects as."""
         ...
 
 
@@ -477,6 +501,77 @@ class ImportStore(Protocol):
         ...
 
 
+class ReviewStore(Protocol):
+    """Memory reviews: each user's one pending proposal and where the
+    user's reviews stand."""
+
+    def read_proposal(self, user_id: str) -> Proposal | None:
+        """The user's pending proposal, or ``None``."""
+        ...
+
+    def drop_proposal(self, user_id: str) -> Proposal | None:
+        """Dismiss the pending proposal (its turns count as reviewed); the
+        one dropped, or ``None`` when there was none."""
+        ...
+
+    def restore_proposal(self, proposal: Proposal, *, epoch: int | None = None) -> bool:
+        """Put back an exported proposal for a user who has none; False,
+        changing nothing, when the user has one. With ``epoch``, nothing is
+        stored and UserErased is raised when the user was erased since."""
+        ...
+
+    def begin_review(self, user_id: str, holder: str, lease_seconds: float) -> ReviewState | None:
+        """Hold the user's review lease for ``lease_seconds`` as ``holder``
+        and say where the user's reviews stand; ``None`` when another
+        review of the user holds it (in any process)."""
+        ...
+
+    def review_turns(self, user_id: str, after_turn: int, chars: int) -> ReviewTurns:
+        """The user's turns after ``after_turn`` (of conversations not
+        deleted): the newest whose questions and answers fit in ``chars``
+        characters, oldest first, stopping at the first that does not fit."""
+        ...
+
+    def finish_review(
+        self,
+        user_id: str,
+        holder: str,
+        *,
+        counted: int,
+        proposal: Proposal | None = None,
+        settle_to: int | None = None,
+        job: Job | None = None,
+        worker: str = "",
+    ) -> bool:
+        """A review that ``holder`` ran has ended: store ``proposal`` as the
+        user's pending one, or (with ``settle_to``) drop the pending one and
+        settle the turns up to it; take ``counted`` off the new turns, free
+        the lease and finish ``job``, in one transaction. False when the
+        lease had been lost (nothing of the review is kept then)."""
+        ...
+
+    def fail_review(
+        self,
+        user_id: str,
+        holder: str,
+        retry_in: float | None,
+        *,
+        job: Job | None = None,
+        worker: str = "",
+    ) -> None:
+        """A review that ``holder`` ran failed: free the lease and finish
+        ``job``; with ``retry_in``, count the failure and let the worker try
+        again no sooner than that."""
+        ...
+
+    def queue_reviews(self, min_turns: int, every_seconds: float, limit: int) -> int:
+        """Queue a review job for up to ``limit`` users due one — with at
+        least ``min_turns`` new turns, no review in ``every_seconds``, no
+        back-off running, none running or queued; how many. Across users: on
+        PostgreSQL only a member of memoro_worker finds any."""
+        ...
+
+
 class UserStore(Protocol):
     """Erasing a user, and the epoch that lets an erase cancel work in flight."""
 
@@ -501,6 +596,7 @@ class UserStore(Protocol):
 class Store(
     UserStore,
     BlockStore,
+    ReviewStore,
     HistoryStore,
     SearchIndex,
     VectorMaintenance,
@@ -509,7 +605,8 @@ class Store(
     Monitoring,
     Protocol,
 ):
-    """Storage of every user's block, audit log, past turns, jobs and imports."""
+    """Storage of every user's block, audit log, review proposal, past turns,
+    jobs and imports."""
 
     def close(self) -> None:
         """Release connections; the store cannot be used afterwards."""

@@ -1,5 +1,7 @@
 """The personal memory block and its audit log, written once for both
-backends: a write or delete and its audit entry are one transaction."""
+backends: a write or delete and its audit entry are one transaction. A
+delete-everything drops the user's pending review proposal with the block,
+and a write may settle it (``reviews.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,16 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from memoro.models import AuditEntry, AuditRecord, Operation, StoredBlock, Writer
+from memoro.models import (
+    AuditEntry,
+    AuditRecord,
+    Operation,
+    Proposal,
+    StoredBlock,
+    Writer,
+    WriteSource,
+)
+from memoro.store import reviews
 from memoro.store.dialect import Conn, Dialect, SqlBackend, utcnow
 from memoro.store.users import check_epoch
 
@@ -50,7 +61,17 @@ class SqlBlockTransaction:
         self._record(audit, self._d.time(at))
         return StoredBlock(self._user_id, text, at, audit.writer)
 
+    def proposal(self) -> Proposal | None:
+        return reviews.read_proposal(self._d, self._conn, self._user_id)
+
+    def settle(self, up_to_turn: int) -> None:
+        self.deleted |= self.proposal() is not None
+        reviews.settle(self._conn, self._user_id, up_to_turn)
+
     def delete(self, audit: AuditRecord) -> None:
+        # every turn so far counts as reviewed: forgetting everything is not
+        # undone by the next review reading the same turns again
+        reviews.settle(self._conn, self._user_id, None)
         self._conn.execute("DELETE FROM memory_blocks WHERE user_id = ?", (self._user_id,))
         self._conn.execute(
             "UPDATE memory_audit SET removed_lines = ?, added_lines = ? WHERE user_id = ?",
@@ -80,7 +101,8 @@ class SqlBlockTransaction:
     def _record(self, audit: AuditRecord, at: object) -> None:
         self._conn.execute(
             "INSERT INTO memory_audit (user_id, at, writer, operation, removed_lines,"
-            " added_lines, removed_count, added_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            " added_lines, removed_count, added_count, source)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 self._user_id,
                 at,
@@ -90,6 +112,7 @@ class SqlBlockTransaction:
                 self._d.json(list(audit.added_lines)),
                 audit.removed_count,
                 audit.added_count,
+                audit.source.value if audit.source else None,
             ),
         )
 
@@ -113,7 +136,7 @@ class SqlBlocks(SqlBackend):
             tx = SqlBlockTransaction(self.dialect, conn, user_id)
             yield tx
         if tx.deleted:
-            self._deleted(("memory_blocks", "memory_audit"))
+            self._deleted(("memory_blocks", "memory_audit", "memory_proposals"))
 
     def list_audit(self, user_id: str, *, limit: int = 100) -> list[AuditEntry]:
         d = self.dialect
@@ -133,6 +156,7 @@ class SqlBlocks(SqlBackend):
                 added_lines=tuple(d.read_json(row["added_lines"])),
                 removed_count=row["removed_count"],
                 added_count=row["added_count"],
+                source=WriteSource(row["source"]) if row["source"] else None,
             )
             for row in rows
         ]

@@ -66,6 +66,15 @@ class SqlQueue(SqlBackend):
                 [(job.id, worker) for job in jobs],
             )
 
+    def postpone_job(self, job: Job, worker: str, seconds: float) -> None:
+        run_after, args = self.dialect.later(seconds)
+        with self._queue() as conn:
+            conn.execute(
+                f"UPDATE jobs SET status = 'pending', locked_by = NULL, locked_until = NULL,"
+                f" attempts = attempts - 1, run_after = {run_after} WHERE id = ? AND locked_by = ?",
+                (*args, job.id, worker),
+            )
+
     def finish_job(self, job: Job, worker: str) -> bool:
         with self._queue() as conn:
             return finish(conn, job, worker)

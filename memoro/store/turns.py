@@ -46,6 +46,16 @@ def idle_before(conversations: str) -> str:
     )
 
 
+def count_new_turns(conn: Conn, user_id: str, created: int) -> None:
+    """``created`` more turns of the user arrived (counted in their own
+    transaction): the worker reviews a user's memory once enough have."""
+    conn.execute(
+        "INSERT INTO review_state (user_id, new_turns) VALUES (?, ?) ON CONFLICT (user_id)"
+        " DO UPDATE SET new_turns = review_state.new_turns + excluded.new_turns",
+        (user_id, created),
+    )
+
+
 def turn_from_row(d: Dialect, row: Any) -> Turn:
     return Turn(
         id=row["id"],
@@ -78,6 +88,8 @@ class SqlTurns(SqlQueue):
         with self._write(user_id) as conn:
             check_epoch(conn, user_id, epoch)
             recorded = [self._record(conn, user_id, turn, bulk) for turn in turns]
+            if created := sum(turn.created for turn, _ in recorded):
+                count_new_turns(conn, user_id, created)
         if any(purged for _, purged in recorded):
             self._deleted(PURGED)  # the deleted conversation's text leaves the files too
         return [turn for turn, _ in recorded]

@@ -30,6 +30,8 @@ USER_TABLES = (
     "import_parts",
     "imports",
     "search_indexes",
+    "memory_proposals",
+    "review_state",
     "memory_audit",
     "memory_blocks",
     "user_epochs",

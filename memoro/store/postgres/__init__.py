@@ -39,6 +39,7 @@ from memoro.store.postgres.history import PgHistory
 from memoro.store.postgres.jobs import PgJobs
 from memoro.store.postgres.search import PgSearch
 from memoro.store.postgres.source import PgSnapshot
+from memoro.store.reviews import SqlReviews
 from memoro.store.uploads import SqlUploads
 from memoro.store.users import SqlUsers
 
@@ -60,7 +61,9 @@ def _reachable(url: str) -> None:
         raise StoreError(f"cannot connect to PostgreSQL: {one_line(exc)}") from None
 
 
-class PostgresStore(SqlBlocks, PgHistory, PgSearch, PgJobs, SqlUploads, SqlUsers, PgHealth, Store):
+class PostgresStore(
+    SqlBlocks, SqlReviews, PgHistory, PgSearch, PgJobs, SqlUploads, SqlUsers, PgHealth, Store
+):
     """The Store on PostgreSQL: a pool of connections, each transaction
     scoped to one user by row-level security."""
 

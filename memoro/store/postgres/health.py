@@ -1,13 +1,15 @@
-"""Read-only queries for monitoring on PostgreSQL: the schema version and
-the queue at a glance. The queue's numbers come from memoro_queue_stats(), a
-SECURITY DEFINER function that returns counts and ages only, so a server on
-the app role (which sees only its user's jobs) reports the whole queue."""
+"""Read-only queries for monitoring on PostgreSQL: the schema version, the
+queue and memory reviews at a glance. The numbers come from
+memoro_queue_stats() and memoro_review_stats(), SECURITY DEFINER functions
+that return counts and ages only, so a server on the app role (which sees
+only its user's rows) reports every user's."""
 
 from __future__ import annotations
 
-from memoro.models import JobStatus, QueueStats
+from memoro.models import JobStatus, QueueStats, ReviewStats
 from memoro.store import migrations
 from memoro.store.dialect import SqlBackend
+from memoro.store.reviews import review_stats_from_row
 
 
 class PgHealth(SqlBackend):
@@ -32,3 +34,8 @@ class PgHealth(SqlBackend):
                 if status != JobStatus.FAILED and r["oldest_live_seconds"] is not None:
                     live.append(max(0.0, r["oldest_live_seconds"]))
         return QueueStats(counts, pending, max(live, default=0.0))
+
+    def review_stats(self) -> ReviewStats:
+        with self._queue(write=False) as conn:
+            row = conn.execute("SELECT * FROM memoro_review_stats()").fetchone()
+        return review_stats_from_row(row)

@@ -74,7 +74,9 @@ def prepare(admin: str) -> LocalPostgres:
         conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {both}")
         if conn.info.server_version >= 170000:  # the vacuum after a deletion (PostgreSQL 17+)
             conn.execute(f"GRANT MAINTAIN ON ALL TABLES IN SCHEMA public TO {WORKER_ROLE}")
-            conn.execute(f"GRANT MAINTAIN ON memory_blocks, memory_audit TO {APP_ROLE}")
+            conn.execute(
+                f"GRANT MAINTAIN ON memory_blocks, memory_audit, memory_proposals TO {APP_ROLE}"
+            )
     return LocalPostgres(admin, owner, as_role(admin, WORKER_ROLE), as_role(admin, APP_ROLE))
 
 

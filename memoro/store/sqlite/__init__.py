@@ -12,6 +12,7 @@ from memoro.models import StoredBlock
 from memoro.store.base import Known, Store
 from memoro.store.blocks import SqlBlocks
 from memoro.store.memory import budget
+from memoro.store.reviews import SqlReviews
 from memoro.store.sqlite._db import SQLITE, Database
 from memoro.store.sqlite.health import Health
 from memoro.store.sqlite.history import History
@@ -21,7 +22,7 @@ from memoro.store.uploads import SqlUploads
 from memoro.store.users import SqlUsers
 
 
-class SqliteStore(SqlBlocks, History, Jobs, SqlUploads, SqlUsers, Health, Store):
+class SqliteStore(SqlBlocks, SqlReviews, History, Jobs, SqlUploads, SqlUsers, Health, Store):
     """A Store on one SQLite file; safe to share between threads and with
     other processes on the same file. One writer at a time (BEGIN
     IMMEDIATE), so a write transaction needs no lock of its own."""

@@ -1,12 +1,13 @@
-"""Read-only queries for monitoring on SQLite: the schema version and the
-queue at a glance (counts and ages, nothing of a user)."""
+"""Read-only queries for monitoring on SQLite: the schema version, the
+queue and memory reviews at a glance (counts and ages, nothing of a user)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from memoro.models import JobStatus, QueueStats
+from memoro.models import JobStatus, QueueStats, ReviewStats
 from memoro.store import migrations
+from memoro.store.reviews import REVIEW_STATS, review_stats_from_row
 from memoro.store.sqlite._db import Database
 
 
@@ -37,6 +38,9 @@ class Health:
             _age(now, oldest.get(JobStatus.PENDING)),
             _age(now, min(live) if live else None),
         )
+
+    def review_stats(self) -> ReviewStats:
+        return review_stats_from_row(self.db.connect().execute(REVIEW_STATS).fetchone())
 
 
 def _age(now: datetime, at: str | None) -> float:

@@ -1,4 +1,5 @@
-"""LLM providers for the agent: any OpenAI-compatible chat endpoint (OpenAI,
+"""The chat model's API, for the reference agent (memoro.agent) and for
+memory reviews (memoro.review): any OpenAI-compatible chat endpoint (OpenAI,
 vLLM, Ollama, llama.cpp server, LM Studio…) through the ``openai`` SDK, and
 Anthropic through the ``anthropic`` SDK with the cache breakpoint before the
 personal block. Both stream text as it arrives. Without an explicit key or
@@ -77,6 +78,12 @@ class _SdkProvider:
         raise NotImplementedError
 
 
+def _limits(timeout: float | None, max_retries: int | None) -> dict[str, Any]:
+    """The SDK's own timeout and retries, where the caller sets them."""
+    given = {"timeout": timeout, "max_retries": max_retries}
+    return {name: value for name, value in given.items() if value is not None}
+
+
 def _key(given: str, variable: str, base_url: str | None) -> str | None:
     """The key to send: the one given, else the SDK's own variable; an
     endpoint of your own (a base URL) may need none, a provider's API does."""
@@ -92,7 +99,15 @@ class OpenAIProvider(_SdkProvider):
     """Chat Completions with streaming; the system prompt is one message whose
     stable part is a byte-identical prefix across turns."""
 
-    def __init__(self, model: str, base_url: str | None = None, api_key: str = "") -> None:
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str = "",
+        *,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+    ) -> None:
         try:
             import openai
         except ImportError:
@@ -108,7 +123,7 @@ class OpenAIProvider(_SdkProvider):
                 " (MEMORO_LLM_KEY for memoro chat and serve); a local endpoint that needs"
                 " none is given as base_url or OPENAI_BASE_URL (MEMORO_LLM_URL)"
             )
-        self.client = openai.OpenAI(base_url=base_url, api_key=key)
+        self.client = openai.OpenAI(base_url=base_url, api_key=key, **_limits(timeout, max_retries))
         self._failure = openai.OpenAIError
 
     def _complete(
@@ -169,7 +184,14 @@ class AnthropicProvider(_SdkProvider):
     cache breakpoint after the stable one, before the personal block."""
 
     def __init__(
-        self, model: str, base_url: str | None = None, api_key: str = "", max_tokens: int = 2048
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str = "",
+        max_tokens: int = 2048,
+        *,
+        timeout: float | None = None,
+        max_retries: int | None = None,
     ) -> None:
         try:
             import anthropic
@@ -186,7 +208,9 @@ class AnthropicProvider(_SdkProvider):
                 "the Anthropic provider needs an API key: set ANTHROPIC_API_KEY or pass"
                 " api_key (MEMORO_LLM_KEY for memoro chat and serve)"
             )
-        self.client = anthropic.Anthropic(base_url=base_url, api_key=key)
+        self.client = anthropic.Anthropic(
+            base_url=base_url, api_key=key, **_limits(timeout, max_retries)
+        )
         self._failure = anthropic.AnthropicError
 
     def _complete(
@@ -251,8 +275,17 @@ def _anthropic_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def make_provider(kind: str, model: str, url: str = "", key: str = "") -> Provider:
-    """The provider the settings name."""
+def make_provider(
+    kind: str,
+    model: str,
+    url: str = "",
+    key: str = "",
+    *,
+    timeout: float | None = None,
+    max_retries: int | None = None,
+) -> Provider:
+    """The provider the settings name; ``timeout`` (seconds per request)
+    and ``max_retries`` are the SDK's, left to it when not given."""
     if kind not in ("openai", "anthropic"):
         raise ConfigError(
             "no LLM is configured: set MEMORO_LLM=openai (any OpenAI-compatible endpoint,"
@@ -261,5 +294,5 @@ def make_provider(kind: str, model: str, url: str = "", key: str = "") -> Provid
     if not model:
         raise ConfigError(f"MEMORO_LLM is {kind}: set MEMORO_LLM_MODEL to the model to chat with")
     if kind == "openai":
-        return OpenAIProvider(model, url or None, key)
-    return AnthropicProvider(model, url or None, key)
+        return OpenAIProvider(model, url or None, key, timeout=timeout, max_retries=max_retries)
+    return AnthropicProvider(model, url or None, key, timeout=timeout, max_retries=max_retries)
