@@ -61,16 +61,15 @@ class MemoroTool(_tools.BaseTool):  # type: ignore[misc]
     memory: Any = Field(exclude=True)
     user_id: str | None
     parameters: dict[str, Any]
+    carrying: Any = Field(default=None, exclude=True)
+    """The schema CrewAI's own agents validate a call with: memoro's
+    fields and the one that carries what CrewAI would drop."""
 
     def _generate_description(self) -> None:
         self.description = (
             f"Tool Name: {self.name}\nTool Arguments: {json.dumps(self.parameters)}\n"
             f"Tool Description: {self.description}"
         )
-
-    carrying: Any = Field(default=None, exclude=True)
-    """The schema CrewAI's own agents validate a call with: memoro's
-    fields and the one that carries what CrewAI would drop."""
 
     def to_structured_tool(self) -> Any:
         structured = super().to_structured_tool()
