@@ -586,7 +586,21 @@ def test_a_database_with_an_older_schema_is_refused_until_migrated(
     PostgresStore(url).close()
 
 
-def test_a_local_postgresql_to_try_memoro_on(tmp_path: Path) -> None:
+@pytest.fixture
+def pg_data() -> Iterator[str]:
+    """A folder for a PostgreSQL server's data outside pytest's own temporary
+    root: pgserver opens the folders above its data to its own system user,
+    and any pytest session starting meanwhile (another test command on the
+    machine) closes that root again to its owner."""
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="memoro-pg-test-")
+    yield str(Path(folder) / "pg")
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_local_postgresql_to_try_memoro_on(tmp_path: Path, pg_data: str) -> None:
     """`python -m memoro.store.postgres.local DIR` prints a URL memoro can
     use at once, keeps the data in DIR, and stops on SIGTERM."""
     import subprocess
@@ -595,7 +609,7 @@ def test_a_local_postgresql_to_try_memoro_on(tmp_path: Path) -> None:
     from memoro.service import Memoro
     from memoro.settings import Settings
 
-    command = [sys.executable, "-m", "memoro.store.postgres.local", str(tmp_path / "pg")]
+    command = [sys.executable, "-m", "memoro.store.postgres.local", pg_data]
     for round_ in (1, 2):
         with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as proc:
             assert proc.stdout is not None
@@ -613,7 +627,9 @@ def test_a_local_postgresql_to_try_memoro_on(tmp_path: Path) -> None:
             assert proc.wait(30) == 0
 
 
-def test_a_database_restart_is_survived_and_an_outage_is_a_503(tmp_path: Path) -> None:
+def test_a_database_restart_is_survived_and_an_outage_is_a_503(
+    tmp_path: Path, pg_data: str
+) -> None:
     """Pooled connections broken by a restart are replaced before use; while
     the database is down the API answers 503 with a JSON error and the store
     raises StoreError — never a driver traceback."""
@@ -627,7 +643,7 @@ def test_a_database_restart_is_survived_and_an_outage_is_a_503(tmp_path: Path) -
     from memoro.web.security import AuthConfig
     from tests.web_server import SECRET, running
 
-    data = str(tmp_path / "pg")
+    data = pg_data
     with local_postgres.running(data) as server:
         store = PostgresStore(server.app, timeout=1.0)
         memoro = Memoro(store, Settings(home=tmp_path), embedder=None, worker=False)
