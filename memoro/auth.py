@@ -38,7 +38,7 @@ from typing import Any
 import jwt
 
 from memoro.errors import ConfigError, InvalidUser, Unauthorized
-from memoro.jwks import SigningKeys
+from memoro.jwks import FETCH_SECONDS, SigningKeys
 from memoro.turns import check_user
 
 SESSION_COOKIE = "memoro_session"
@@ -122,6 +122,7 @@ class TokenVerifier:
         clock_skew: int = 60,
         jwks_lifespan: float = 300,
         jwks_cooldown: float = 10,
+        jwks_deadline: float = FETCH_SECONDS,
     ) -> None:
         if not secret and not jwks_url:
             raise ConfigError(
@@ -130,7 +131,9 @@ class TokenVerifier:
             )
         self._secret = _checked_secret(secret) if secret else None
         self._jwks = (
-            SigningKeys(jwks_url, lifespan=jwks_lifespan, cooldown=jwks_cooldown)
+            SigningKeys(
+                jwks_url, lifespan=jwks_lifespan, cooldown=jwks_cooldown, deadline=jwks_deadline
+            )
             if jwks_url
             else None
         )
