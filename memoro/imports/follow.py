@@ -38,6 +38,7 @@ from memoro.imports.sessions import (
     json_line,
     log_files,
 )
+from memoro.private import FILE_MODE, secure, write_file
 
 LOGS: dict[str, type[SessionLog]] = {"claude-code": ClaudeCodeLog, "codex": CodexLog}
 HEAD_BYTES = 4096
@@ -119,7 +120,7 @@ class Follower:
         self.roots = [Path(os.path.abspath(root)) for root in roots]
         self.folder = state
         self.clock = clock
-        self.folder.mkdir(parents=True, exist_ok=True)
+        secure(self.folder, self.folder.iterdir() if self.folder.is_dir() else ())
         self._lock = _lock(self.folder)
         self.followed: dict[str, Followed] = {}
         self._reading: dict[str, _Reading] = {}
@@ -294,7 +295,7 @@ class Follower:
         # vars, not asdict: the reading's state is plain JSON already (no deep copy)
         text = json.dumps(vars(followed), separators=(",", ":"))
         try:
-            partial.write_text(text, "utf-8")
+            write_file(partial, text.encode())
             os.replace(partial, target)  # a crash leaves the old state or the new, whole
         except FileNotFoundError:  # never made again: it went for a reason
             raise StateGone(f"the state folder {self.folder} was removed") from None
@@ -357,7 +358,7 @@ def _lock(folder: Path) -> IO[str] | None:
         import fcntl
     except ImportError:  # Windows: no advisory locks; one follower is up to the user
         return None
-    handle = (folder / "lock").open("a+")
+    handle = os.fdopen(os.open(folder / "lock", os.O_RDWR | os.O_CREAT, FILE_MODE), "a+")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
