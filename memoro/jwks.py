@@ -46,6 +46,11 @@ GRACE = 0.5
 given up, whatever it is stuck in — a name lookup, say)."""
 
 
+class MustWait(KeysUnavailable):
+    """The answer needs a fetch of the set, and the caller asked not to
+    wait (it is on the event loop: it asks again from a thread)."""
+
+
 @dataclass
 class _Fetch:
     """One fetch of the set: when it must end, and a signal when it has."""
@@ -79,16 +84,17 @@ class SigningKeys:
         self._inflight: _Fetch | None = None
         self.fetches = 0
 
-    def key(self, kid: str | None) -> Any:
+    def key(self, kid: str | None, *, wait: bool = True) -> Any:
         """The key for ``kid`` (a token without one may use the set's only
         key), else Unauthorized (no such key) or KeysUnavailable (the set
-        cannot be read now)."""
+        cannot be read now); MustWait when it would wait for a fetch and
+        ``wait`` is false."""
         found = self._known(kid)
         if found is not None:
             if time.monotonic() - self._fetched > self.lifespan and self._may_fetch():
                 self._start_fetch()  # in the background: this token does not wait
             return found
-        self.wait_for_fetch()
+        self.wait_for_fetch(wait=wait)
         found = self._known(kid)
         if found is not None:
             return found
@@ -107,14 +113,17 @@ class SigningKeys:
             return True
         return not self._may_fetch()
 
-    def wait_for_fetch(self) -> None:
+    def wait_for_fetch(self, *, wait: bool = True) -> None:
         """Fetch the set again if that is allowed now, or join the fetch
-        already running; wait at most until its deadline. A refused fetch
-        (back-off, cool-down) returns at once."""
+        already running; wait at most until its deadline (or, unless
+        ``wait``, raise MustWait). A refused fetch (back-off, cool-down)
+        returns at once."""
         if not self._may_fetch():
             if self._failing():
                 raise self._unavailable()
             return
+        if not wait:  # decided on the one look above: a back-off ending since changes nothing
+            raise MustWait("the signing keys at MEMORO_JWKS_URL are being fetched")
         fetch = self._start_fetch()
         if not fetch.done.wait(max(0.0, fetch.ends - time.monotonic()) + GRACE):
             self._give_up(fetch)

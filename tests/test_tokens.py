@@ -426,6 +426,40 @@ def test_made_up_key_ids_during_a_trickle_hold_no_request_past_the_deadline(
         assert answer.status_code == 200
 
 
+def test_a_fetch_coming_due_on_the_event_loop_is_waited_for_on_a_thread(
+    jwks: Jwks, web_service: Memoro, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A token judged answerable at once (back-off or cool-down running)
+    whose fetch comes due a moment later must not wait on the event loop:
+    that would stall every other request for the fetch's deadline. Here
+    every token is judged answerable at once, the worst case of that race."""
+    key = Key("k1")
+    jwks.keys = [key.jwk]
+    monkeypatch.setattr(TokenVerifier, "answers_now", lambda self, token: True)
+    auth = AuthConfig.build(
+        "token", "", "local", jwks_url=jwks.url, jwks_cooldown=0, jwks_deadline=5.0
+    )
+
+    def bearer(signing: Key, user: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {signing.sign(claims(user, iss=None, aud=None))}"}
+
+    with running(web_service, auth) as base:
+        assert httpx.get(f"{base}/v1/memory", headers=bearer(key, "ann")).status_code == 200
+        jwks.hang = True
+        waiting = threading.Thread(
+            target=httpx.get,
+            args=(f"{base}/v1/memory",),
+            kwargs={"headers": bearer(Key("new", "ES256"), "bob"), "timeout": 30},
+        )
+        waiting.start()
+        while jwks.fetches < 2:  # the new key's fetch hangs
+            time.sleep(0.01)
+        started = time.monotonic()
+        assert httpx.get(f"{base}/v1/memory", headers=bearer(key, "cy")).status_code == 200
+        assert time.monotonic() - started < 2.5  # not the fetch's 5 s
+        waiting.join(30)
+
+
 def test_the_user_claim_is_configurable(jwks: Jwks) -> None:
     key = Key("k1")
     jwks.keys = [key.jwk]
