@@ -159,7 +159,8 @@ def watch(
             " and their keys keep each turn once)"
         ) from None
     summary = f"Imported {plural(total.imported, 'new turn')}."
-    if once and memoro is not None and not no_index:
+    _interrupt_on_signals()  # from here on a stop interrupts what runs (indexing)
+    if once and memoro is not None and not no_index and not stop.is_set():
         indexed = index_own(memoro, user, total.imported, quiet=True)
         summary += f" {indexed[0].upper()}{indexed[1:]}." if indexed else ""
     click.echo(summary, err=True)
@@ -186,6 +187,9 @@ def _follow(
         try:
             erased()
             for found in follower.poll(store, stop.is_set):
+                if found.refused:  # a FIFO, a device, a link out of the folder: said once
+                    click.echo(f"{_now()}  {found.path}: {found.refused}", err=True)
+                    continue
                 total.add(found.tally)
                 if (line := describe(found)) is not None:
                     click.echo(line)
@@ -306,9 +310,9 @@ def _now() -> str:
 
 
 def _stop_on_signals(ctx: click.Context, stop: threading.Event) -> None:
-    """Ctrl-C and SIGTERM end the watch between two logs (the one being
-    read is stored and its state saved first); the old handlers come back
-    when the command ends."""
+    """Ctrl-C and SIGTERM end the watch between two logs or two batches of
+    one (what was read is stored and its state saved first); the old
+    handlers come back when the command ends."""
     if threading.current_thread() is not threading.main_thread():
         return
 
@@ -318,3 +322,16 @@ def _stop_on_signals(ctx: click.Context, stop: threading.Event) -> None:
     for number in (signal.SIGINT, signal.SIGTERM):
         previous = signal.signal(number, handler)
         ctx.call_on_close(lambda number=number, previous=previous: signal.signal(number, previous))
+
+
+def _interrupt_on_signals() -> None:
+    """Ctrl-C and SIGTERM raise KeyboardInterrupt (the indexing of
+    ``--once`` says what it leaves to a worker and exits)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, handler)

@@ -14,15 +14,15 @@ answer out for good.
 
 from __future__ import annotations
 
+import io
 import json
-import os
 import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import IO, Any, ClassVar
 
+from memoro.imports.logfiles import MAX_LINE_BYTES, Overlong, read_lines
 from memoro.imports.model import ImportedConversation, ImportedTurn, Tally
 from memoro.imports.source import Source, json_members
 from memoro.imports.times import BadTime, parse
@@ -241,30 +241,69 @@ def json_line(raw: bytes, first: bool = False) -> tuple[Any, str | None]:
         return None, "nested too deep"
 
 
+@dataclass
+class Fed:
+    """What ``feed_stream`` read."""
+
+    read: int = 0
+    """Bytes of the lines read (a line too long to read included)."""
+    lines: int = 0
+    rest: bytes = b""
+    """A last line without its line break, left unread: it may still be
+    being written."""
+    skipping: bool = False
+    """It stopped inside a line too long to read, whose end is not written
+    yet: the next read goes on passing over it."""
+    done: bool = True
+    """It read to the end (else it stopped at its budget, between lines)."""
+
+
 def feed_stream(
-    lines: Iterator[bytes], log: SessionLog, tally: Tally, *, first: int = 1
-) -> tuple[int, int, bytes]:
-    """Feed ``log`` the complete lines of ``lines`` (numbered from
-    ``first``). Returns the bytes and lines read, and a last line without
-    its line break, left unread: it may still be being written."""
-    read = count = 0
+    stream: IO[bytes],
+    log: SessionLog,
+    tally: Tally,
+    *,
+    first: int = 1,
+    skipping: bool = False,
+    budget: int | None = None,
+) -> Fed:
+    """Feed ``log`` the complete lines of ``stream`` (numbered from
+    ``first``), up to about ``budget`` bytes. A line longer than
+    ``MAX_LINE_BYTES`` is passed over and counted as a problem."""
+    fed = Fed()
     number = first - 1
-    for raw in lines:
-        if not raw.endswith(b"\n"):
-            return read, count, raw
-        read += len(raw)
-        count += 1
-        number += 1
-        if not raw.strip():
-            continue
-        value, why = json_line(raw, number == 1)
-        if why is not None:
-            tally.fail(f"{log.name}:{number}", why)
-        elif not isinstance(value, dict):
-            tally.fail(f"{log.name}:{number}", "not a JSON object")
+    for raw in read_lines(stream, skipping=skipping):
+        if isinstance(raw, Overlong):
+            fed.read += raw.size
+            if raw.start:
+                tally.fail(
+                    f"{log.name}:{number + 1}",
+                    f"a line longer than {MAX_LINE_BYTES // 2**20} MiB, passed over",
+                )
+            if not raw.ended:
+                fed.skipping = True
+                return fed
+            fed.lines += 1
+            number += 1
+        elif not raw.endswith(b"\n"):
+            fed.rest = raw
+            return fed
         else:
-            log.feed(number, value, tally)
-    return read, count, b""
+            fed.read += len(raw)
+            fed.lines += 1
+            number += 1
+            if raw.strip():
+                value, why = json_line(raw, number == 1)
+                if why is not None:
+                    tally.fail(f"{log.name}:{number}", why)
+                elif not isinstance(value, dict):
+                    tally.fail(f"{log.name}:{number}", "not a JSON object")
+                else:
+                    log.feed(number, value, tally)
+        if budget is not None and fed.read >= budget:
+            fed.done = False
+            return fed
+    return fed
 
 
 def read_member(source: Source, member: str, log: SessionLog, tally: Tally) -> None:
@@ -272,11 +311,11 @@ def read_member(source: Source, member: str, log: SessionLog, tally: Tally) -> N
     break is read if it is whole JSON (a log that ends so), else left out
     as still being written."""
     with source.stream(member) as stream:
-        _, count, rest = feed_stream(iter(stream), log, tally)
-    if rest.strip():
-        value, why = json_line(rest, count == 0)
+        fed = feed_stream(stream, log, tally)
+    if fed.rest.strip():
+        value, why = json_line(fed.rest, fed.lines == 0)
         if why is None and isinstance(value, dict):
-            log.feed(count + 1, value, tally)
+            log.feed(fed.lines + 1, value, tally)
         else:
             tally.skipped["unfinished last line"] += 1
 
@@ -316,7 +355,8 @@ _CODEX_TYPES = frozenset(
     {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 )
 DETECT_LINES = 5
-DETECT_BYTES = 4 * 2**20
+DETECT_BYTES = MAX_LINE_BYTES + 2**20
+"""What is read of a log to tell its host: its first lines, this much at most."""
 
 
 def kind(value: object) -> str | None:
@@ -332,44 +372,34 @@ def kind(value: object) -> str | None:
     return None
 
 
-def detect_stream(stream: IO[bytes]) -> str | None:
-    """Which host wrote the log ``stream`` starts; at most its first few
-    lines and ``DETECT_BYTES`` are read (a one-line export can be huge)."""
-    budget = DETECT_BYTES
-    for number in range(1, DETECT_LINES + 1):
-        raw = stream.readline(budget)
-        budget -= len(raw)
-        if not raw or (not raw.endswith(b"\n") and budget <= 0):
-            return None
+def sniff(stream: IO[bytes]) -> tuple[str | None, bool]:
+    """Which host wrote the log ``stream`` starts, and whether enough of it
+    was read to tell (a host, or none: its first lines, or ``DETECT_BYTES``,
+    say no host's). At most ``DETECT_BYTES`` are read; a line too long to
+    read tells nothing."""
+    head = stream.read(DETECT_BYTES)
+    complete = 0
+    for number, raw in enumerate(read_lines(io.BytesIO(head)), 1):
+        if number > DETECT_LINES:
+            break
+        if isinstance(raw, Overlong):
+            complete += raw.ended
+            continue
+        if not raw.endswith(b"\n"):
+            break  # being written, or cut off by DETECT_BYTES
+        complete += 1
         if raw.strip():
             value, _ = json_line(raw, number == 1)
             if (found := kind(value)) is not None:
-                return found
-    return None
+                return found, True
+    return None, complete >= DETECT_LINES or len(head) == DETECT_BYTES
+
+
+def detect_stream(stream: IO[bytes]) -> str | None:
+    """Which host wrote the log ``stream`` starts (``sniff``)."""
+    return sniff(stream)[0]
 
 
 def detect(source: Source, member: str) -> str | None:
     with source.stream(member) as stream:
         return detect_stream(stream)
-
-
-_LOG = re.compile(r"\.jsonl$")
-
-
-def log_files(root: Path) -> list[Path]:
-    """The ``.jsonl`` files at ``root`` (a file, or a folder searched
-    through), oldest change first, so a session resumed into a new file
-    comes after the one it continues."""
-    if not root.is_dir():
-        return [root]
-    found: list[tuple[float, str, Path]] = []
-    for folder, dirs, files in os.walk(root):
-        dirs.sort()
-        for name in files:
-            if _LOG.search(name):
-                path = Path(folder) / name
-                try:
-                    found.append((path.stat().st_mtime, str(path), path))
-                except OSError:
-                    continue  # gone since the folder was listed
-    return [path for _, _, path in sorted(found)]
