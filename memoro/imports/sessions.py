@@ -5,11 +5,15 @@ reading's state is plain JSON, so it can go on later from where it stopped;
 and which host wrote a log. The formats themselves: ``claude_code.py`` and
 ``codex.py``.
 
-A turn is finished when the log says so (the host's end-of-turn line), when
-a later prompt follows it, or when the log has been quiet for
-``SETTLE_SECONDS`` (``STALE_SECONDS`` while a tool call still waits for its
-result). Until then it is not given out: its key would keep a half-written
-answer out for good.
+A turn is finished when the log says so (the host's end-of-turn line, or
+Codex's answer labelled final), when a later prompt follows it, or when the
+log has been quiet for ``SETTLE_SECONDS`` (``STALE_SECONDS`` while a tool
+call still waits for its result). Until then it is not given out: its key
+would keep a half-written answer out for good. For an import (the file as
+it is, read once) a log that writes no end-of-turn lines — Codex CLI's
+releases of late 2025 write none — has its last turn finished once its
+visible answer is written: an answer came after its last tool call, no
+call waits, and the answer is not labelled as commentary.
 """
 
 from __future__ import annotations
@@ -55,6 +59,10 @@ class Opened:
     ended: bool = False
     waiting: list[str] = field(default_factory=list)
     """Tool calls of this turn still waiting for their result."""
+    tools_after: bool = False
+    """A tool call or result came after its last answer: the model goes on."""
+    tentative: bool = False
+    """Its last answer is labelled commentary: more follows."""
 
 
 class SessionLog:
@@ -74,6 +82,8 @@ class SessionLog:
         self.titles: dict[str, tuple[int, str]] = {}
         self.tools: dict[str, str] = {}
         """Tool calls waiting for a result → the key of their turn."""
+        self.marks_ends = False
+        """The log has said a turn ended (so it says so of every turn)."""
 
     def feed(self, number: int, raw: Any, tally: Tally) -> None:
         """Read line ``number`` of the log (JSON already parsed)."""
@@ -101,8 +111,11 @@ class SessionLog:
         if first_line and conversation not in self.titles:
             self.titles[conversation] = (PROMPT_TITLE, _short(first_line))
 
-    def answer(self, key: str | None, text: str, at: object, tally: Tally) -> None:
-        """Visible reply text for the turn ``key`` opened."""
+    def answer(
+        self, key: str | None, text: str, at: object, tally: Tally, *, tentative: bool = False
+    ) -> None:
+        """Visible reply text for the turn ``key`` opened (``tentative``:
+        labelled as commentary, an answer still to come)."""
         if not text.strip():
             return
         if key is None:
@@ -110,20 +123,25 @@ class SessionLog:
         elif (turn := self.opened.get(key)) is not None:
             turn.answers.append(text)
             turn.answered_at = at or turn.answered_at
+            turn.tools_after, turn.tentative = False, tentative
         else:
             tally.skipped["replies written after their turn was stored"] += 1
 
-    def end(self, key: str | None) -> None:
-        """The log says the turn ``key`` is over."""
+    def end(self, key: str | None, *, marker: bool = True) -> None:
+        """The turn ``key`` is over: the log says so (``marker``), or the
+        user interrupted it."""
+        self.marks_ends = self.marks_ends or marker
         if key is not None and (turn := self.opened.get(key)) is not None:
             turn.ended = True
 
     def call(self, key: str | None, call_id: object) -> None:
         """A tool call of turn ``key`` that waits for its result."""
         turn = self.opened.get(key) if key is not None else None
-        if turn is not None and isinstance(call_id, str) and call_id:
-            turn.waiting.append(call_id)
-            self.tools[call_id] = turn.key
+        if turn is not None:
+            turn.tools_after = True
+            if isinstance(call_id, str) and call_id:
+                turn.waiting.append(call_id)
+                self.tools[call_id] = turn.key
 
     def result(self, call_id: object) -> None:
         """A tool call's result came."""
@@ -131,6 +149,7 @@ class SessionLog:
             turn = self.opened.get(key)
             if turn is not None and call_id in turn.waiting:
                 turn.waiting.remove(call_id)
+                turn.tools_after = True
 
     def title(self, conversation: str, text: object, rank: int) -> None:
         """A title the log gives a conversation; a higher ``rank`` wins, the
@@ -154,11 +173,15 @@ class SessionLog:
         """Whether a turn is still being written (or not yet given out)."""
         return bool(self.opened)
 
-    def finish(self, quiet: float, tally: Tally) -> list[ImportedConversation]:
+    def finish(
+        self, quiet: float, tally: Tally, *, whole: bool = False
+    ) -> list[ImportedConversation]:
         """The turns finished by now — the log unchanged for ``quiet``
         seconds (``math.inf``: a log that is complete) — that lie on the
         branch the user is on, each given out once. Finished turns off the
-        branch (edited or rewound away) are dropped and counted."""
+        branch (edited or rewound away) are dropped and counted. ``whole``:
+        the log is imported as it is (not followed), so in a log without
+        end-of-turn lines a turn whose visible answer is written is finished."""
         seen: set[str] = set()
         at = self.latest
         while at is not None and at not in seen:
@@ -171,6 +194,7 @@ class SessionLog:
                 or turn.ended
                 or quiet >= STALE_SECONDS
                 or (quiet >= SETTLE_SECONDS and not turn.waiting)
+                or (whole and self._answered(turn))
             )
             if not done:
                 continue
@@ -188,6 +212,15 @@ class SessionLog:
             for c, turns in found.items()
         ]
 
+    def _answered(self, turn: Opened) -> bool:
+        """Whether ``turn``'s visible answer is written, in a log that
+        never says when a turn ends."""
+        return (
+            not self.marks_ends
+            and bool(turn.answers)
+            and not (turn.waiting or turn.tools_after or turn.tentative)
+        )
+
     # -- state ------------------------------------------------------------------
 
     def state(self) -> dict[str, Any]:
@@ -198,6 +231,7 @@ class SessionLog:
             "latest": self.latest,
             "titles": self.titles,
             "tools": self.tools,
+            "marks_ends": self.marks_ends,
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -206,6 +240,7 @@ class SessionLog:
         self.latest = state["latest"]
         self.titles = {c: (int(r), str(t)) for c, (r, t) in state["titles"].items()}
         self.tools = dict(state["tools"])
+        self.marks_ends = bool(state.get("marks_ends", False))
 
 
 def _turn(turn: Opened, tally: Tally) -> ImportedTurn | None:
@@ -330,7 +365,7 @@ def read_logs(
     for member in json_members(source, re.compile(r"\.jsonl$"), expected):
         reading = log(member)
         read_member(source, member, reading, tally)
-        for conversation in reading.finish(quiet, tally):
+        for conversation in reading.finish(quiet, tally, whole=True):
             tally.conversations += 1
             yield conversation
         if reading.opened:
