@@ -78,7 +78,7 @@ PARSE_LOGS = """
 import json, resource, sys, time
 from pathlib import Path
 from memoro.imports import Source, Tally, detect, read
-from memoro.imports.sessions import log_files
+from memoro.imports.logfiles import log_files
 before = resource.getrusage(resource.RUSAGE_SELF)
 started = time.perf_counter()
 tally = Tally()

@@ -25,6 +25,10 @@ The checks, each on a fresh database:
   not deleted is found by search afterwards.
 - The bad-input corpus (benchmarks/_bad_input.py) through every interface.
 - Schemathesis against the OpenAPI document over real HTTP, every check on.
+- A trickling key endpoint: `memoro serve` checks an identity provider's
+  tokens while its JWKS URL answers one byte every 2 s; every request is
+  answered in time (known keys at once, others within one fetch's
+  deadline), and a rotated key is accepted soon after the endpoint recovers.
 - Erase during imports: a user erased while an upload of theirs is imported
   by `memoro serve`'s worker, or while `memoro import` stores their file;
   afterwards no row of theirs in any table and no traceback in any log.
@@ -53,6 +57,7 @@ import httpx
 from _bad_input import corpus
 from _deletion import deletion_truth, user_deletion
 from _in_flight import erase_during_imports, retention_during_appends
+from _keys import trickling_keys
 from _kills import block_writes, serve, workers
 from _place import Place, Row, place
 from _server import SECRET, client, serving
@@ -72,6 +77,7 @@ FULL = {
     "import_turns": 20_000,
     "retention_users": 20,
     "retention_conversations": 50,
+    "trickle": 60.0,
 }
 QUICK = {
     "kills": 50,
@@ -85,6 +91,7 @@ QUICK = {
     "import_turns": 3_000,
     "retention_users": 4,
     "retention_conversations": 50,
+    "trickle": 15.0,  # the cool-down after the first fetch, then two fetches
 }
 
 
@@ -252,6 +259,7 @@ def measure(spec: str, scale: dict[str, Any], seed: int) -> tuple[str, list[Row]
             lambda: mixed_load(where, scale["clients"], scale["seconds"]),
             lambda: [corpus(where)],
             lambda: [schemathesis_run(where, scale["examples"])],
+            lambda: trickling_keys(where, scale["trickle"]),
             lambda: [erase_during_imports(where, scale["erase_rounds"], scale["import_turns"])],
             lambda: [
                 retention_during_appends(

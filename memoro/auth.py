@@ -38,7 +38,7 @@ from typing import Any
 import jwt
 
 from memoro.errors import ConfigError, InvalidUser, Unauthorized
-from memoro.jwks import SigningKeys
+from memoro.jwks import FETCH_SECONDS, SigningKeys
 from memoro.turns import check_user
 
 SESSION_COOKIE = "memoro_session"
@@ -122,6 +122,7 @@ class TokenVerifier:
         clock_skew: int = 60,
         jwks_lifespan: float = 300,
         jwks_cooldown: float = 10,
+        jwks_deadline: float = FETCH_SECONDS,
     ) -> None:
         if not secret and not jwks_url:
             raise ConfigError(
@@ -130,7 +131,9 @@ class TokenVerifier:
             )
         self._secret = _checked_secret(secret) if secret else None
         self._jwks = (
-            SigningKeys(jwks_url, lifespan=jwks_lifespan, cooldown=jwks_cooldown)
+            SigningKeys(
+                jwks_url, lifespan=jwks_lifespan, cooldown=jwks_cooldown, deadline=jwks_deadline
+            )
             if jwks_url
             else None
         )
@@ -180,17 +183,18 @@ class TokenVerifier:
     def algorithms(self) -> tuple[str, ...]:
         return (("HS256",) if self._secret else ()) + (JWKS_ALGORITHMS if self._jwks else ())
 
-    def verify(self, token: str) -> Claims:
+    def verify(self, token: str, *, wait: bool = True) -> Claims:
         """The claims of a valid, unexpired token, else Unauthorized. A
         host sends the same token on every request of a turn, and checking
         its signature costs more than the rest of a prompt fetch, so a valid
         token is remembered (its exact string, signature included) until it
         expires, for at most VERIFIED_SECONDS — as long as the JWKS keys
-        are cached anyway."""
+        are cached anyway. Unless ``wait``, a token whose key must be
+        fetched first raises MustWait at once."""
         claims = self.cached(token)
         if claims is not None:
             return claims
-        claims = self._verify(token)
+        claims = self._verify(token, wait)
         until = min(claims.expires + self.clock_skew, time.time() + VERIFIED_SECONDS)
         with self._verified_lock:
             if len(self._verified) >= VERIFIED_TOKENS:
@@ -198,7 +202,7 @@ class TokenVerifier:
             self._verified[token] = (until, claims)
         return claims
 
-    def _verify(self, token: str) -> Claims:
+    def _verify(self, token: str, wait: bool) -> Claims:
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:
@@ -207,7 +211,7 @@ class TokenVerifier:
         if alg not in self.algorithms:
             accepted = ", ".join(self.algorithms)
             raise Unauthorized(f"the token's algorithm {alg!r} is not accepted (only {accepted})")
-        key: Any = self._secret if alg == "HS256" else self._jwk(token)
+        key: Any = self._secret if alg == "HS256" else self._jwk(token, wait)
         required = ["exp"] + (["iss"] if self.issuer else []) + (["aud"] if self.audience else [])
         payload = _decode(
             token,
@@ -230,12 +234,12 @@ class TokenVerifier:
             ) from None
         return Claims(user_id, int(payload["exp"]))
 
-    def _jwk(self, token: str) -> Any:
+    def _jwk(self, token: str, wait: bool) -> Any:
         assert self._jwks is not None
         kid = jwt.get_unverified_header(token).get("kid")
         if kid is not None and not isinstance(kid, str):
             raise Unauthorized("the token's key id (kid) is not a string")
-        return self._jwks.key(kid)
+        return self._jwks.key(kid, wait=wait)
 
 
 class Sessions:

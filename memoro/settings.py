@@ -375,9 +375,12 @@ class Settings:
             from memoro.store.postgres import PostgresStore
 
             return PostgresStore(self.database_url, cache_mb=self.cache_mb)
+        from memoro.private import secure
         from memoro.store.sqlite import SqliteStore
 
-        return SqliteStore(self.database_path, cache_mb=self.cache_mb)
+        db = self.database_path
+        secure(self.home, [db, *(db.with_name(db.name + end) for end in ("-wal", "-shm"))])
+        return SqliteStore(db, cache_mb=self.cache_mb)
 
     def migrate(self) -> bool:
         """Create or upgrade memoro's tables in the PostgreSQL database these

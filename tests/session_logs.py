@@ -106,8 +106,12 @@ class CodexSession:
     def _line(self, kind: str, payload: dict[str, Any]) -> Line:
         return {"timestamp": "2025-09-14T10:00:00.000Z", "type": kind, "payload": payload}
 
-    def turn(self, prompt: str, answer: str) -> tuple[str, list[Line]]:
-        """The key the turn will have and its lines."""
+    def turn(self, prompt: str, answer: str, *, ends: bool = True) -> tuple[str, list[Line]]:
+        """The key the turn will have and its lines; ``ends=False``: as the
+        Codex CLI releases of late 2025 write it, with no task_started or
+        task_complete (their rollouts keep neither), the answer last."""
+        if not ends:
+            return self._unended(prompt, answer)
         lines = [
             self._line("event_msg", {"type": "task_started", "turn_id": "t"}),
             self._line(
@@ -128,6 +132,37 @@ class CodexSession:
             ),
             self._line("event_msg", {"type": "agent_message", "message": answer}),
             self._line("event_msg", {"type": "task_complete", "turn_id": "t"}),
+        ]
+        return f"codex:{self.session}:{self.lines + 3}", lines
+
+    def _unended(self, prompt: str, answer: str) -> tuple[str, list[Line]]:
+        user = {"type": "message", "role": "user"}
+        lines = [
+            self._line("turn_context", {"cwd": "/home/ann", "model": "gpt-5-codex"}),
+            self._line(
+                "response_item", {**user, "content": [{"type": "input_text", "text": prompt}]}
+            ),
+            self._line("event_msg", {"type": "user_message", "message": prompt, "images": []}),
+            self._line("event_msg", {"type": "token_count", "info": None}),
+            self._line("response_item", {"type": "reasoning", "summary": [], "content": None}),
+            self._line("event_msg", {"type": "agent_reasoning", "text": "**Looking**"}),
+            self._line(
+                "response_item",
+                {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c2"},
+            ),
+            self._line(
+                "response_item", {"type": "function_call_output", "call_id": "c2", "output": "ok"}
+            ),
+            self._line("event_msg", {"type": "agent_message", "message": answer}),
+            self._line(
+                "response_item",
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": answer}],
+                },
+            ),
+            self._line("event_msg", {"type": "token_count", "info": None}),
         ]
         return f"codex:{self.session}:{self.lines + 3}", lines
 

@@ -24,7 +24,8 @@ from memoro.errors import InvalidInput
 from memoro.imports import ImportedConversation, ImportedTurn, Source, Tally, detect, read
 from memoro.imports.claude_code import ClaudeCodeLog
 from memoro.imports.codex import CodexLog
-from memoro.imports.sessions import SETTLE_SECONDS, STALE_SECONDS, SessionLog, log_files
+from memoro.imports.logfiles import log_files
+from memoro.imports.sessions import SETTLE_SECONDS, STALE_SECONDS, SessionLog
 from memoro.service import Memoro
 
 FIXTURES = Path(__file__).parent / "fixtures" / "imports"

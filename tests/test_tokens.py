@@ -5,6 +5,8 @@ clock skew, issuer, audience, the user claim, ``alg: none``, key rotation."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import json
 import threading
 import time
@@ -22,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from memoro.auth import Signer, TokenVerifier
 from memoro.cli import cli
 from memoro.errors import ConfigError, KeysUnavailable, Unauthorized
+from memoro.jwks import FIRST_BACKOFF, GRACE
 from memoro.service import Memoro
 from memoro.web.security import AuthConfig
 from tests.web_server import SECRET, running
@@ -39,6 +42,9 @@ class Jwks:
         self.down = False
         self.hang = False  # accept the connection, never answer
         self.html = False  # answer a web page instead of a key set
+        self.trickle = False  # answer a byte at a time, for ever (a slow proxy)
+        self.huge = False  # answer 2 MiB, quickly
+        self.pace = 0.2  # seconds between two trickled bytes
         self.released = threading.Event()
         jwks = self
 
@@ -47,6 +53,9 @@ class Jwks:
                 jwks.fetches += 1
                 if jwks.hang:
                     jwks.released.wait(60)
+                    return
+                if jwks.trickle:
+                    self.trickle()
                     return
                 if jwks.down:
                     self.send_error(503)
@@ -57,9 +66,26 @@ class Jwks:
                     body, kind = b"<html><body>Sign in</body></html>", "text/html"
                 self.send_response(200)
                 self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(body)))
+                if jwks.huge:  # no length said: read until the cap
+                    body = b" " * 2**21 + body
+                else:
+                    self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                with contextlib.suppress(OSError):  # memoro stops reading at its cap
+                    self.wfile.write(body)
+
+            def trickle(self) -> None:
+                """A valid start of an answer, then white space, a byte at
+                a time, never an end, until memoro hangs up."""
+                head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{"
+                data = itertools.chain(head, itertools.repeat(ord(" ")))
+                for byte in data:
+                    try:
+                        self.wfile.write(bytes([byte]))
+                    except OSError:
+                        return  # memoro hung up
+                    if jwks.released.wait(jwks.pace):  # the pace of the trickle
+                        return
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -311,6 +337,127 @@ def test_a_jwks_that_never_answers_stalls_no_other_request(jwks: Jwks, web_servi
         attacker.join(30)
         assert len(answers) == 50 and set(answers) <= {401, 503}, answers
         assert jwks.fetches <= 3  # one fetch at a time, then a back-off
+
+
+def test_a_trickling_jwks_is_cut_off_at_its_deadline_and_a_rotated_key_works_once_it_recovers(
+    jwks: Jwks,
+) -> None:
+    """A byte every 0.2 s never trips a per-read timeout; the fetch's own
+    deadline (1 s here) ends it, and the next fetch after the back-off
+    reads the recovered endpoint."""
+    old, new = Key("2025-01"), Key("2025-07")
+    jwks.keys = [old.jwk]
+    verifier = provider_verifier(jwks, jwks_deadline=1.0)
+    assert verifier.verify(old.sign(claims())).user_id == "ann"
+    jwks.trickle = True
+    jwks.keys = [old.jwk, new.jwk]
+    started = time.monotonic()
+    with pytest.raises(KeysUnavailable, match="within 1 s"):
+        verifier.verify(new.sign(claims("bob")))
+    assert time.monotonic() - started < 1.0 + GRACE + 1.0  # the deadline, not minutes
+    with pytest.raises(KeysUnavailable, match="within 1 s"):  # the back-off: at once
+        verifier.verify(new.sign(claims("bob")))
+    assert verifier.verify(old.sign(claims("carl"))).user_id == "carl"  # known keys never wait
+    jwks.trickle = False  # the endpoint answers again
+    recovered = time.monotonic()
+    while True:
+        try:
+            assert verifier.verify(new.sign(claims("bob"))).user_id == "bob"
+            break
+        except KeysUnavailable:
+            waited = time.monotonic() - recovered
+            assert waited < FIRST_BACKOFF + 1.0 + GRACE + 1.0, "the rotated key is still refused"
+            time.sleep(0.05)
+
+
+def test_a_jwks_answer_over_the_size_cap_is_refused(jwks: Jwks) -> None:
+    key = Key("k1")
+    jwks.keys = [key.jwk]
+    jwks.huge = True
+    with pytest.raises(KeysUnavailable, match="more than 1 MiB"):
+        provider_verifier(jwks).verify(key.sign(claims()))
+
+
+def test_made_up_key_ids_during_a_trickle_hold_no_request_past_the_deadline(
+    jwks: Jwks, web_service: Memoro
+) -> None:
+    """40 tokens with made-up key ids and one with a rotated key, at once,
+    while the endpoint trickles: each is answered within the fetch's
+    deadline (not queued behind the others' waits), known keys at once,
+    and the rotated key is accepted soon after the endpoint recovers."""
+    key, rotated = Key("k1"), Key("k2")
+    jwks.keys = [key.jwk]
+    auth = AuthConfig.build(
+        "token", "", "local", jwks_url=jwks.url, jwks_cooldown=0, jwks_deadline=1.0
+    )
+
+    def bearer(signing: Key, user: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {signing.sign(claims(user, iss=None, aud=None))}"}
+
+    with running(web_service, auth) as base:
+        assert httpx.get(f"{base}/v1/memory", headers=bearer(key, "ann")).status_code == 200
+        jwks.trickle = True
+        jwks.keys = [key.jwk, rotated.jwk]
+        tokens = [bearer(Key(f"forged-{i}", "ES256"), "eve") for i in range(40)]
+        tokens.append(bearer(rotated, "bob"))
+
+        async def burst() -> list[tuple[int, float]]:
+            async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+
+                async def one(headers: dict[str, str]) -> tuple[int, float]:
+                    started = time.monotonic()
+                    answer = await client.get("/v1/memory", headers=headers)
+                    return answer.status_code, time.monotonic() - started
+
+                return await asyncio.gather(*(one(headers) for headers in tokens))
+
+        answers = asyncio.run(burst())
+        assert {status for status, _ in answers} <= {401, 503}, answers
+        assert max(took for _, took in answers) < 1.0 + GRACE + 2.5, answers
+        started = time.monotonic()
+        assert httpx.get(f"{base}/v1/memory", headers=bearer(key, "cy")).status_code == 200
+        assert time.monotonic() - started < 1.0
+        jwks.trickle = False
+        recovered = time.monotonic()
+        while (answer := httpx.get(f"{base}/v1/memory", headers=bearer(rotated, "bob"))).is_error:
+            assert answer.status_code == 503, answer.text
+            assert time.monotonic() - recovered < 2 * FIRST_BACKOFF + 1.0 + 3.0, answer.text
+            time.sleep(0.05)
+        assert answer.status_code == 200
+
+
+def test_a_fetch_coming_due_on_the_event_loop_is_waited_for_on_a_thread(
+    jwks: Jwks, web_service: Memoro, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A token judged answerable at once (back-off or cool-down running)
+    whose fetch comes due a moment later must not wait on the event loop:
+    that would stall every other request for the fetch's deadline. Here
+    every token is judged answerable at once, the worst case of that race."""
+    key = Key("k1")
+    jwks.keys = [key.jwk]
+    monkeypatch.setattr(TokenVerifier, "answers_now", lambda self, token: True)
+    auth = AuthConfig.build(
+        "token", "", "local", jwks_url=jwks.url, jwks_cooldown=0, jwks_deadline=5.0
+    )
+
+    def bearer(signing: Key, user: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {signing.sign(claims(user, iss=None, aud=None))}"}
+
+    with running(web_service, auth) as base:
+        assert httpx.get(f"{base}/v1/memory", headers=bearer(key, "ann")).status_code == 200
+        jwks.hang = True
+        waiting = threading.Thread(
+            target=httpx.get,
+            args=(f"{base}/v1/memory",),
+            kwargs={"headers": bearer(Key("new", "ES256"), "bob"), "timeout": 30},
+        )
+        waiting.start()
+        while jwks.fetches < 2:  # the new key's fetch hangs
+            time.sleep(0.01)
+        started = time.monotonic()
+        assert httpx.get(f"{base}/v1/memory", headers=bearer(key, "cy")).status_code == 200
+        assert time.monotonic() - started < 2.5  # not the fetch's 5 s
+        waiting.join(30)
 
 
 def test_the_user_claim_is_configurable(jwks: Jwks) -> None:

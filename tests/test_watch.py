@@ -382,8 +382,11 @@ def test_a_running_watch_imports_within_seconds_and_stops_on_sigterm(tmp_path: P
         for n in range(2):
             started = time.monotonic()
             session.write(session.turn(f"Question {n}", [f"Answer {n}"]))
-            assert "1 new turn in “Question 0”" in out.next()  # the import's one line
+            line = out.next()  # the import's one line, which says search comes later
+            assert "1 new turn in “Question 0” — indexing, searchable in a few seconds" in line
             assert time.monotonic() - started < 30
+            assert out.next().endswith("  1 new turn searchable now\n")
+            assert searched(tmp_path / "home", f"Answer {n}")  # as it said
         watcher.send_signal(signal.SIGTERM)
         assert watcher.wait(30) == 0
         assert "Imported 2 new turns." in err.next()
@@ -418,6 +421,13 @@ class Lines:
             return self.lines.get(timeout=seconds)
         except queue.Empty:
             raise AssertionError(f"no line within {seconds} s") from None
+
+
+def searched(home: Path, words: str) -> bool:
+    with Memoro(
+        SqliteStore(home / "memoro.db"), Settings(home=home), embedder=None, worker=False
+    ) as m:
+        return any(words in hit.text for hit in m.search("ann", words, mode="keyword"))
 
 
 def stored_in(home: Path) -> list[tuple[str, str]]:

@@ -17,8 +17,9 @@ from memoro.cli._progress import Progress, plural
 from memoro.cli.history import index_own, no_index_option, quiet_option
 from memoro.errors import InvalidInput
 from memoro.imports import FORMATS, SESSION_LOGS
+from memoro.imports.logfiles import open_log, scan
 from memoro.imports.model import ImportReport, Tally
-from memoro.imports.sessions import detect_stream, log_files
+from memoro.imports.sessions import detect_stream
 from memoro.service import Memoro
 
 
@@ -101,8 +102,11 @@ def _import_folder(memoro: Memoro, user: str, folder: Path, fmt: str, quiet: boo
         raise click.ClickException(
             f"a folder is read as session logs: --format {', '.join(('auto', *SESSION_LOGS))}"
         )
-    files = log_files(folder)
+    logs, refused = scan(folder)
+    files = [log.real for log in logs]
     tally = Tally()
+    for out in refused:  # FIFOs, devices, links out of the folder
+        tally.fail(str(out.path), out.why)
     formats: Counter[str] = Counter()
     size_mb = max(sum(_size(f) for f in files) // 2**20, 1)
     done = 0
@@ -137,7 +141,7 @@ def _import_folder(memoro: Memoro, user: str, folder: Path, fmt: str, quiet: boo
 
 def _log_format(path: Path) -> str | None:
     try:
-        with path.open("rb") as file:
+        with open_log(path) as file:
             return detect_stream(file)
     except OSError:
         return None

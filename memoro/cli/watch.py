@@ -103,7 +103,8 @@ def watch(
     prompt follows it, or the log is quiet for ten minutes — so an answer is
     never stored half-written. Only the dialogue is imported; tool calls,
     reasoning, sub-agents and injected context are left out (see
-    docs/imports.md). One line is printed per log that brought new turns.
+    docs/imports.md). One line is printed per log that brought new turns,
+    and one when they are indexed: a turn is found by search only then.
 
     How far each log was read is kept in a state folder, so a restart (or a
     crash) goes on where it stopped, and no turn is stored twice. Stop with
@@ -133,6 +134,7 @@ def watch(
         epoch = memoro.user_epoch(user)
         store = local_store(memoro, user, epoch)
         erased = partial(memoro.check_epoch, user, epoch)
+    indexing = _indexing(settings, memoro, user, once, no_index)
     stop = threading.Event()
     _stop_on_signals(ctx, stop)
     follower = Follower(roots, folder)
@@ -144,7 +146,7 @@ def watch(
         err=True,
     )
     try:
-        total = _follow(follower, store, stop, interval, once, erased)
+        total = _follow(follower, store, stop, interval, once, erased, indexing)
     except UserErased:
         follower.abandon()  # nothing it read is kept, not even in its state folder
         click.echo(
@@ -159,10 +161,48 @@ def watch(
             " and their keys keep each turn once)"
         ) from None
     summary = f"Imported {plural(total.imported, 'new turn')}."
-    if once and memoro is not None and not no_index:
+    _interrupt_on_signals()  # from here on a stop interrupts what runs (indexing)
+    if once and memoro is not None and not no_index and not stop.is_set():
         indexed = index_own(memoro, user, total.imported, quiet=True)
-        summary += f" {indexed[0].upper()}{indexed[1:]}." if indexed else ""
+        summary += f" {indexed[0].upper()}{indexed[1:]}: searchable now." if indexed else ""
     click.echo(summary, err=True)
+
+
+class Indexing:
+    """When the turns stored become searchable, as the lines say it: a note
+    on each line that brought turns and, where this process indexes them,
+    a line once they are all indexed."""
+
+    def __init__(self, note: str, pending: Callable[[], int] | None = None) -> None:
+        self.note = note
+        self.pending = pending
+        """The user's indexing jobs still to run, when they run here."""
+        self.waiting = 0
+        """Turns stored and not yet said to be searchable."""
+
+    def stored(self, turns: int) -> None:
+        if self.pending is not None:
+            self.waiting += turns
+
+    def done(self) -> str | None:
+        """The line to print once every turn stored is indexed."""
+        if not self.waiting or self.pending is None or self.pending():
+            return None
+        line = f"{_now()}  {plural(self.waiting, 'new turn')} searchable now"
+        self.waiting = 0
+        return line
+
+
+def _indexing(
+    settings: Settings, memoro: Memoro | None, user: str, once: bool, no_index: bool
+) -> Indexing:
+    if memoro is None:
+        return Indexing("the server indexes it for search")
+    if no_index or (not once and settings.worker != "thread"):
+        return Indexing("searchable once `memoro worker` or `memoro serve` indexes it")
+    if once:
+        return Indexing("indexed before this exits")
+    return Indexing("indexing, searchable in a few seconds", lambda: memoro.pending_jobs(user))
 
 
 def _follow(
@@ -172,23 +212,32 @@ def _follow(
     interval: float,
     once: bool,
     erased: Callable[[], None],
+    indexing: Indexing | None = None,
 ) -> Tally:
     """Look at the logs every ``interval`` seconds until stopped (once, with
-    ``once``), printing a line per log that brought turns; a store that
-    cannot be reached is said once every few minutes and tried again.
+    ``once``), printing a line per log that brought turns (and when they
+    are searchable); a store that cannot be reached is said once every few
+    minutes and tried again.
     ``erased`` raises UserErased once the user was erased (checked before
     each look; a store raises it too), and so does a state folder removed
     under the follower when that is why."""
     total = Tally()
     failing = False
     said = 0.0
+    indexing = indexing or Indexing("")
     while not stop.is_set():
         try:
             erased()
             for found in follower.poll(store, stop.is_set):
+                if found.refused:  # a FIFO, a device, a link out of the folder: said once
+                    click.echo(f"{_now()}  {found.path}: {found.refused}", err=True)
+                    continue
                 total.add(found.tally)
-                if (line := describe(found)) is not None:
+                indexing.stored(found.tally.imported)
+                if (line := describe(found, indexing.note)) is not None:
                     click.echo(line)
+            if (searchable := indexing.done()) is not None:
+                click.echo(searchable)
             if failing:
                 click.echo(f"{_now()}  the store answers again", err=True)
                 failing = False
@@ -261,9 +310,9 @@ def remote_store(client: MemoroClient, user: str) -> Store:
     return store
 
 
-def describe(found: Imported) -> str | None:
-    """One line for a log that brought something: new turns, failures, or
-    a reading from its start."""
+def describe(found: Imported, note: str = "") -> str | None:
+    """One line for a log that brought something: new turns (with ``note``:
+    when they will be searchable), failures, or a reading from its start."""
     t = found.tally
     if not (t.imported or t.failed or found.note):
         return None
@@ -273,6 +322,8 @@ def describe(found: Imported) -> str | None:
         words += " in " + ", ".join(f"“{title}”" for title in titles[:3])
     if t.already_there:
         words += f" ({t.already_there:,} already there)"
+    if t.imported and note:
+        words += f" — {note}"
     if t.failed:
         words += f"; {plural(t.failed, 'problem')}: {t.problems[0]}"
     if found.note:
@@ -306,9 +357,9 @@ def _now() -> str:
 
 
 def _stop_on_signals(ctx: click.Context, stop: threading.Event) -> None:
-    """Ctrl-C and SIGTERM end the watch between two logs (the one being
-    read is stored and its state saved first); the old handlers come back
-    when the command ends."""
+    """Ctrl-C and SIGTERM end the watch between two logs or two batches of
+    one (what was read is stored and its state saved first); the old
+    handlers come back when the command ends."""
     if threading.current_thread() is not threading.main_thread():
         return
 
@@ -318,3 +369,16 @@ def _stop_on_signals(ctx: click.Context, stop: threading.Event) -> None:
     for number in (signal.SIGINT, signal.SIGTERM):
         previous = signal.signal(number, handler)
         ctx.call_on_close(lambda number=number, previous=previous: signal.signal(number, previous))
+
+
+def _interrupt_on_signals() -> None:
+    """Ctrl-C and SIGTERM raise KeyboardInterrupt (the indexing of
+    ``--once`` says what it leaves to a worker and exits)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, handler)

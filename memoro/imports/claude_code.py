@@ -144,7 +144,7 @@ class ClaudeCodeLog(SessionLog):
             tally.skipped["task notifications"] += 1
         elif text.startswith(_INTERRUPTED):
             tally.skipped["interruptions"] += 1
-            self.end(self._key(owner))
+            self.end(self._key(owner), marker=False)
         elif text or images:
             question = "\n\n".join([*([text] if text else []), *["[image]"] * images])
         if question is None or not isinstance(uuid, str) or not uuid:

@@ -146,14 +146,18 @@ class CodexLog(SessionLog):
             if self.subagent:
                 tally.skipped["sub-agent messages"] += 1
             else:
-                self.answer(self.latest, str(event.get("message") or ""), at, tally)
+                phase = event.get("phase")  # newer releases: commentary or final_answer
+                text = str(event.get("message") or "")
+                self.answer(self.latest, text, at, tally, tentative=phase == "commentary")
+                if phase == "final_answer":
+                    self.end(self.latest)
         elif kind in ("agent_reasoning", "agent_reasoning_raw_content"):
             tally.skipped["reasoning"] += 1
         elif kind in _ENDS:
             self.end(self.latest)
         elif kind == "turn_aborted":
             tally.skipped["interruptions"] += 1
-            self.end(self.latest)
+            self.end(self.latest, marker=False)
         elif kind == "thread_rolled_back":
             turns = event.get("num_turns")
             self.rewind(turns if isinstance(turns, int) and not isinstance(turns, bool) else 0)

@@ -8,7 +8,9 @@ at its path, is read again from its start.
 Storing is the caller's (the function given to ``poll``). A log's state
 moves on only after its turns are stored; a crash in between reads them
 again, and their keys keep them stored once: nothing missed, nothing
-doubled.
+doubled. A log is read in batches, each stored before the next, so a stop
+is heeded within one batch. Which files are read, and how (regular files
+only, never blocking, lines with a bound): ``logfiles.py``.
 """
 
 from __future__ import annotations
@@ -27,21 +29,24 @@ from typing import IO, Any
 from memoro.errors import ConfigError
 from memoro.imports.claude_code import ClaudeCodeLog
 from memoro.imports.codex import CodexLog
+from memoro.imports.logfiles import Found, open_log, scan
 from memoro.imports.model import ImportedConversation, Tally
 from memoro.imports.sessions import (
-    DETECT_LINES,
     SETTLE_SECONDS,
     STALE_SECONDS,
     SessionLog,
-    detect_stream,
     feed_stream,
     json_line,
-    log_files,
+    sniff,
 )
+from memoro.private import FILE_MODE, secure, write_file
 
 LOGS: dict[str, type[SessionLog]] = {"claude-code": ClaudeCodeLog, "codex": CodexLog}
 HEAD_BYTES = 4096
 """Bytes at a log's start that tell it from another file put at its path."""
+BATCH_BYTES = 256 * 2**10
+"""Bytes of a log read before what they finished is stored (and a stop
+heeded): a first look at a large log is many batches."""
 SAVE_SECONDS = 30.0
 """How often a log that is being written has its state saved when no turn
 of it was stored (a crash reads at most this much again)."""
@@ -75,6 +80,8 @@ class Followed:
     offset: int = 0
     """Bytes read: up to the end of the last complete line."""
     lines: int = 0
+    skipping: bool = False
+    """The bytes at ``offset`` go on a line too long to read, being passed over."""
     format: str | None = None
     """claude-code, codex, "" (no session log), None (not known yet)."""
     log: dict[str, Any] | None = None
@@ -95,6 +102,8 @@ class Imported:
     tally: Tally
     note: str = ""
     """Why the log was read again from its start, if it was."""
+    refused: str = ""
+    """Why the file is not read at all (said once)."""
 
 
 class _Reading:
@@ -104,6 +113,7 @@ class _Reading:
     def __init__(self, log: SessionLog, followed: Followed) -> None:
         self.log = log
         self.offset, self.lines = followed.offset, followed.lines
+        self.skipping = followed.skipping
         self.size, self.modified, self.due = followed.size, followed.modified, followed.due
         self.saved = time.monotonic()
 
@@ -119,10 +129,12 @@ class Follower:
         self.roots = [Path(os.path.abspath(root)) for root in roots]
         self.folder = state
         self.clock = clock
-        self.folder.mkdir(parents=True, exist_ok=True)
+        secure(self.folder, self.folder.iterdir() if self.folder.is_dir() else ())
         self._lock = _lock(self.folder)
         self.followed: dict[str, Followed] = {}
         self._reading: dict[str, _Reading] = {}
+        self._refused: dict[str, str] = {}
+        """Files not read, with the reason already said."""
         for saved in self.folder.glob("*.json"):
             try:
                 followed = Followed(**json.loads(saved.read_text("utf-8")))
@@ -168,18 +180,26 @@ class Follower:
     def poll(self, store: Store, stop: Callable[[], bool] = lambda: False) -> Iterator[Imported]:
         """Look once: every log that changed, or whose open turn the quiet
         has finished, is read on from where it was and its finished turns
-        stored; yields what was done, one entry per log read, as it goes
-        (``stop`` is asked between logs)."""
+        stored; yields what was done, one entry per log read, as it goes,
+        and each file refused the first time (``stop`` is asked between
+        logs and between batches of one)."""
         present: set[str] = set()
         roots = [root for root in self.roots if root.exists()]
+        refused: dict[str, str] = {}
         for root in roots:
-            for path in log_files(root):
+            logs, passed = scan(root)
+            for out in passed:
+                refused[str(out.path)] = out.why
+                if self._refused.get(str(out.path)) != out.why:
+                    yield Imported(out.path, "", [], Tally(), refused=out.why)
+            for found in logs:
                 if stop():
                     return
-                present.add(str(path))
-                found = self._look(path, store)
-                if found is not None:
-                    yield found
+                present.add(str(found.path))
+                imported = self._look(found, store, stop)
+                if imported is not None:
+                    yield imported
+        self._refused = refused
         for gone in [p for p in self.followed if p not in present and _under(p, roots)]:
             self._forget(gone)  # a file put there later is read from its start
         now = self.clock()
@@ -191,10 +211,10 @@ class Follower:
 
     # -- one log ----------------------------------------------------------------
 
-    def _look(self, path: Path, store: Store) -> Imported | None:
-        key = str(path)
+    def _look(self, found: Found, store: Store, stop: Callable[[], bool]) -> Imported | None:
+        key = str(found.path)
         try:
-            stat = path.stat()
+            stat = os.stat(found.real)
         except OSError:
             return None
         followed = self.followed.get(key)
@@ -210,7 +230,7 @@ class Follower:
                 note = "another file at its path: read from its start"
             elif stat.st_size < seen.offset:
                 note = "it shrank: read again from its start"
-            elif followed.head_size and _head(path, followed.head_size) != followed.head:
+            elif followed.head_size and _head(found, followed.head_size) != followed.head:
                 note = "it was rewritten: read again from its start"
             if note:
                 self._forget(key)
@@ -219,26 +239,27 @@ class Follower:
             followed = Followed(key, stat.st_dev, stat.st_ino)
             self.followed[key] = followed
         if followed.format is None:
-            followed.format = _detect(path, stat.st_mtime, now)
+            followed.format = _detect(found, stat.st_mtime, now)
         if not followed.format:
             followed.size, followed.modified = stat.st_size, stat.st_mtime_ns
             return None
         try:
-            return self._read(path, followed, stat, now, note, store)
+            return self._read(found, followed, stat, now, note, store, stop)
         except BaseException:
             self._reading.pop(key, None)  # read on from the saved state next time
             raise
 
     def _read(
         self,
-        path: Path,
+        found: Found,
         followed: Followed,
         stat: os.stat_result,
         now: float,
         note: str,
         store: Store,
+        stop: Callable[[], bool],
     ) -> Imported | None:
-        key = str(path)
+        path, key = found.path, str(found.path)
         assert followed.format
         reading = self._reading.get(key)
         if reading is None:
@@ -247,38 +268,65 @@ class Follower:
                 log.restore(followed.log)
             else:  # nothing kept of an earlier reading: read it all
                 followed.offset = followed.lines = 0
+                followed.skipping = False
             reading = self._reading[key] = _Reading(log, followed)
         tally = Tally()
+        stored: list[ImportedConversation] = []
         quiet = max(now - stat.st_mtime, 0.0)
-        with path.open("rb") as file:
-            file.seek(reading.offset)
-            read, count, rest = feed_stream(
-                _lines(file), reading.log, tally, first=reading.lines + 1
-            )
-            if rest.strip() and quiet >= SETTLE_SECONDS:
-                # a last line without its line break, long unchanged: whole?
-                value, why = json_line(rest, reading.lines + count == 0)
-                if why is None and isinstance(value, dict):
-                    reading.log.feed(reading.lines + count + 1, value, tally)
-                    read, count = read + len(rest), count + 1
-        conversations = reading.log.finish(quiet, tally)
-        if conversations:
-            store(conversations, tally)
-        reading.offset += read
-        reading.lines += count
-        reading.size, reading.modified = stat.st_size, stat.st_mtime_ns
+        read = 0
+        try:
+            file = open_log(found.real)
+        except OSError:
+            return None  # gone, or no regular file any more: looked at again next time
+        with file:
+            opened = os.fstat(file.fileno())
+            if (opened.st_dev, opened.st_ino) != (stat.st_dev, stat.st_ino):
+                return None  # replaced since: the next look reads it
+            while True:
+                file.seek(reading.offset)
+                fed = feed_stream(
+                    file,
+                    reading.log,
+                    tally,
+                    first=reading.lines + 1,
+                    skipping=reading.skipping,
+                    budget=BATCH_BYTES,
+                )
+                if fed.done and fed.rest.strip() and quiet >= SETTLE_SECONDS:
+                    # a last line without its line break, long unchanged: whole?
+                    value, why = json_line(fed.rest, reading.lines + fed.lines == 0)
+                    if why is None and isinstance(value, dict):
+                        reading.log.feed(reading.lines + fed.lines + 1, value, tally)
+                        fed.read, fed.lines = fed.read + len(fed.rest), fed.lines + 1
+                # the quiet finishes an open turn only when every line was read
+                conversations = reading.log.finish(quiet if fed.done else 0.0, tally)
+                if conversations:
+                    store(conversations, tally)
+                    stored += conversations
+                reading.offset += fed.read
+                reading.lines += fed.lines
+                reading.skipping = fed.skipping
+                read += fed.read
+                if fed.done or stop():
+                    break
+                if conversations:
+                    self._save(followed, reading)
+            if followed.head_size < HEAD_BYTES and reading.offset > followed.head_size:
+                followed.head_size = min(reading.offset, HEAD_BYTES)
+                file.seek(0)
+                followed.head = _digest(file.read(followed.head_size))
+        # stopped part-way: the size kept differs, so the next look reads on
+        reading.size = stat.st_size if fed.done else -1
+        reading.modified = stat.st_mtime_ns
         reading.due = _due(reading.log, stat.st_mtime)
-        if followed.head_size < HEAD_BYTES and reading.offset > followed.head_size:
-            followed.head_size = min(reading.offset, HEAD_BYTES)
-            followed.head = _head(path, followed.head_size)
-        done = not reading.log.waiting and quiet >= SETTLE_SECONDS
-        if conversations or done or time.monotonic() - reading.saved >= SAVE_SECONDS:
+        done = fed.done and not reading.log.waiting and quiet >= SETTLE_SECONDS
+        if stored or done or time.monotonic() - reading.saved >= SAVE_SECONDS or not fed.done:
             self._save(followed, reading, keep=not done)
             if done:
                 self._reading.pop(key, None)
-        if not (read or conversations or note):
+        if not (read or stored or note):
             return None
-        return Imported(path, followed.format, conversations, tally, note)
+        return Imported(path, followed.format, stored, tally, note)
 
     # -- the state folder --------------------------------------------------------
 
@@ -287,6 +335,7 @@ class Follower:
 
     def _save(self, followed: Followed, reading: _Reading, *, keep: bool = True) -> None:
         followed.offset, followed.lines = reading.offset, reading.lines
+        followed.skipping = reading.skipping
         followed.size, followed.modified, followed.due = reading.size, reading.modified, reading.due
         followed.log = reading.log.state() if keep else None
         target = self._file(followed.path)
@@ -294,7 +343,7 @@ class Follower:
         # vars, not asdict: the reading's state is plain JSON already (no deep copy)
         text = json.dumps(vars(followed), separators=(",", ":"))
         try:
-            partial.write_text(text, "utf-8")
+            write_file(partial, text.encode())
             os.replace(partial, target)  # a crash leaves the old state or the new, whole
         except FileNotFoundError:  # never made again: it went for a reason
             raise StateGone(f"the state folder {self.folder} was removed") from None
@@ -311,35 +360,29 @@ def _under(path: str, roots: Sequence[Path]) -> bool:
     return any(path == str(root) or path.startswith(str(root) + os.sep) for root in roots)
 
 
-def _lines(file: IO[bytes]) -> Iterator[bytes]:
-    yield from file
-
-
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _head(path: Path, size: int) -> str:
+def _head(found: Found, size: int) -> str:
     try:
-        with path.open("rb") as file:
+        with open_log(found.real) as file:
             return _digest(file.read(size))
     except OSError:
         return ""
 
 
-def _detect(path: Path, modified: float, now: float) -> str | None:
+def _detect(found: Found, modified: float, now: float) -> str | None:
     """The log's format; "" when it is no session log; None when too little
     of it is written yet to tell."""
     try:
-        with path.open("rb") as file:
-            found = detect_stream(file)
-            file.seek(0)
-            lines = sum(1 for _, _ in zip(range(DETECT_LINES), file, strict=False))
+        with open_log(found.real) as file:
+            host, sure = sniff(file)
     except OSError:
         return None
-    if found is not None:
-        return found
-    return "" if lines >= DETECT_LINES or now - modified >= SETTLE_SECONDS else None
+    if host is not None:
+        return host
+    return "" if sure or now - modified >= SETTLE_SECONDS else None
 
 
 def _due(log: SessionLog, modified: float) -> float | None:
@@ -357,7 +400,7 @@ def _lock(folder: Path) -> IO[str] | None:
         import fcntl
     except ImportError:  # Windows: no advisory locks; one follower is up to the user
         return None
-    handle = (folder / "lock").open("a+")
+    handle = os.fdopen(os.open(folder / "lock", os.O_RDWR | os.O_CREAT, FILE_MODE), "a+")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:

@@ -5,24 +5,28 @@ reading's state is plain JSON, so it can go on later from where it stopped;
 and which host wrote a log. The formats themselves: ``claude_code.py`` and
 ``codex.py``.
 
-A turn is finished when the log says so (the host's end-of-turn line), when
-a later prompt follows it, or when the log has been quiet for
-``SETTLE_SECONDS`` (``STALE_SECONDS`` while a tool call still waits for its
-result). Until then it is not given out: its key would keep a half-written
-answer out for good.
+A turn is finished when the log says so (the host's end-of-turn line, or
+Codex's answer labelled final), when a later prompt follows it, or when the
+log has been quiet for ``SETTLE_SECONDS`` (``STALE_SECONDS`` while a tool
+call still waits for its result). Until then it is not given out: its key
+would keep a half-written answer out for good. For an import (the file as
+it is, read once) a log that writes no end-of-turn lines — Codex CLI's
+releases of late 2025 write none — has its last turn finished once its
+visible answer is written: an answer came after its last tool call, no
+call waits, and the answer is not labelled as commentary.
 """
 
 from __future__ import annotations
 
+import io
 import json
-import os
 import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import IO, Any, ClassVar
 
+from memoro.imports.logfiles import MAX_LINE_BYTES, Overlong, read_lines
 from memoro.imports.model import ImportedConversation, ImportedTurn, Tally
 from memoro.imports.source import Source, json_members
 from memoro.imports.times import BadTime, parse
@@ -55,6 +59,10 @@ class Opened:
     ended: bool = False
     waiting: list[str] = field(default_factory=list)
     """Tool calls of this turn still waiting for their result."""
+    tools_after: bool = False
+    """A tool call or result came after its last answer: the model goes on."""
+    tentative: bool = False
+    """Its last answer is labelled commentary: more follows."""
 
 
 class SessionLog:
@@ -74,6 +82,8 @@ class SessionLog:
         self.titles: dict[str, tuple[int, str]] = {}
         self.tools: dict[str, str] = {}
         """Tool calls waiting for a result → the key of their turn."""
+        self.marks_ends = False
+        """The log has said a turn ended (so it says so of every turn)."""
 
     def feed(self, number: int, raw: Any, tally: Tally) -> None:
         """Read line ``number`` of the log (JSON already parsed)."""
@@ -101,8 +111,11 @@ class SessionLog:
         if first_line and conversation not in self.titles:
             self.titles[conversation] = (PROMPT_TITLE, _short(first_line))
 
-    def answer(self, key: str | None, text: str, at: object, tally: Tally) -> None:
-        """Visible reply text for the turn ``key`` opened."""
+    def answer(
+        self, key: str | None, text: str, at: object, tally: Tally, *, tentative: bool = False
+    ) -> None:
+        """Visible reply text for the turn ``key`` opened (``tentative``:
+        labelled as commentary, an answer still to come)."""
         if not text.strip():
             return
         if key is None:
@@ -110,20 +123,25 @@ class SessionLog:
         elif (turn := self.opened.get(key)) is not None:
             turn.answers.append(text)
             turn.answered_at = at or turn.answered_at
+            turn.tools_after, turn.tentative = False, tentative
         else:
             tally.skipped["replies written after their turn was stored"] += 1
 
-    def end(self, key: str | None) -> None:
-        """The log says the turn ``key`` is over."""
+    def end(self, key: str | None, *, marker: bool = True) -> None:
+        """The turn ``key`` is over: the log says so (``marker``), or the
+        user interrupted it."""
+        self.marks_ends = self.marks_ends or marker
         if key is not None and (turn := self.opened.get(key)) is not None:
             turn.ended = True
 
     def call(self, key: str | None, call_id: object) -> None:
         """A tool call of turn ``key`` that waits for its result."""
         turn = self.opened.get(key) if key is not None else None
-        if turn is not None and isinstance(call_id, str) and call_id:
-            turn.waiting.append(call_id)
-            self.tools[call_id] = turn.key
+        if turn is not None:
+            turn.tools_after = True
+            if isinstance(call_id, str) and call_id:
+                turn.waiting.append(call_id)
+                self.tools[call_id] = turn.key
 
     def result(self, call_id: object) -> None:
         """A tool call's result came."""
@@ -131,6 +149,7 @@ class SessionLog:
             turn = self.opened.get(key)
             if turn is not None and call_id in turn.waiting:
                 turn.waiting.remove(call_id)
+                turn.tools_after = True
 
     def title(self, conversation: str, text: object, rank: int) -> None:
         """A title the log gives a conversation; a higher ``rank`` wins, the
@@ -154,11 +173,15 @@ class SessionLog:
         """Whether a turn is still being written (or not yet given out)."""
         return bool(self.opened)
 
-    def finish(self, quiet: float, tally: Tally) -> list[ImportedConversation]:
+    def finish(
+        self, quiet: float, tally: Tally, *, whole: bool = False
+    ) -> list[ImportedConversation]:
         """The turns finished by now — the log unchanged for ``quiet``
         seconds (``math.inf``: a log that is complete) — that lie on the
         branch the user is on, each given out once. Finished turns off the
-        branch (edited or rewound away) are dropped and counted."""
+        branch (edited or rewound away) are dropped and counted. ``whole``:
+        the log is imported as it is (not followed), so in a log without
+        end-of-turn lines a turn whose visible answer is written is finished."""
         seen: set[str] = set()
         at = self.latest
         while at is not None and at not in seen:
@@ -171,6 +194,7 @@ class SessionLog:
                 or turn.ended
                 or quiet >= STALE_SECONDS
                 or (quiet >= SETTLE_SECONDS and not turn.waiting)
+                or (whole and self._answered(turn))
             )
             if not done:
                 continue
@@ -188,6 +212,15 @@ class SessionLog:
             for c, turns in found.items()
         ]
 
+    def _answered(self, turn: Opened) -> bool:
+        """Whether ``turn``'s visible answer is written, in a log that
+        never says when a turn ends."""
+        return (
+            not self.marks_ends
+            and bool(turn.answers)
+            and not (turn.waiting or turn.tools_after or turn.tentative)
+        )
+
     # -- state ------------------------------------------------------------------
 
     def state(self) -> dict[str, Any]:
@@ -198,6 +231,7 @@ class SessionLog:
             "latest": self.latest,
             "titles": self.titles,
             "tools": self.tools,
+            "marks_ends": self.marks_ends,
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -206,6 +240,7 @@ class SessionLog:
         self.latest = state["latest"]
         self.titles = {c: (int(r), str(t)) for c, (r, t) in state["titles"].items()}
         self.tools = dict(state["tools"])
+        self.marks_ends = bool(state.get("marks_ends", False))
 
 
 def _turn(turn: Opened, tally: Tally) -> ImportedTurn | None:
@@ -241,30 +276,69 @@ def json_line(raw: bytes, first: bool = False) -> tuple[Any, str | None]:
         return None, "nested too deep"
 
 
+@dataclass
+class Fed:
+    """What ``feed_stream`` read."""
+
+    read: int = 0
+    """Bytes of the lines read (a line too long to read included)."""
+    lines: int = 0
+    rest: bytes = b""
+    """A last line without its line break, left unread: it may still be
+    being written."""
+    skipping: bool = False
+    """It stopped inside a line too long to read, whose end is not written
+    yet: the next read goes on passing over it."""
+    done: bool = True
+    """It read to the end (else it stopped at its budget, between lines)."""
+
+
 def feed_stream(
-    lines: Iterator[bytes], log: SessionLog, tally: Tally, *, first: int = 1
-) -> tuple[int, int, bytes]:
-    """Feed ``log`` the complete lines of ``lines`` (numbered from
-    ``first``). Returns the bytes and lines read, and a last line without
-    its line break, left unread: it may still be being written."""
-    read = count = 0
+    stream: IO[bytes],
+    log: SessionLog,
+    tally: Tally,
+    *,
+    first: int = 1,
+    skipping: bool = False,
+    budget: int | None = None,
+) -> Fed:
+    """Feed ``log`` the complete lines of ``stream`` (numbered from
+    ``first``), up to about ``budget`` bytes. A line longer than
+    ``MAX_LINE_BYTES`` is passed over and counted as a problem."""
+    fed = Fed()
     number = first - 1
-    for raw in lines:
-        if not raw.endswith(b"\n"):
-            return read, count, raw
-        read += len(raw)
-        count += 1
-        number += 1
-        if not raw.strip():
-            continue
-        value, why = json_line(raw, number == 1)
-        if why is not None:
-            tally.fail(f"{log.name}:{number}", why)
-        elif not isinstance(value, dict):
-            tally.fail(f"{log.name}:{number}", "not a JSON object")
+    for raw in read_lines(stream, skipping=skipping):
+        if isinstance(raw, Overlong):
+            fed.read += raw.size
+            if raw.start:
+                tally.fail(
+                    f"{log.name}:{number + 1}",
+                    f"a line longer than {MAX_LINE_BYTES // 2**20} MiB, passed over",
+                )
+            if not raw.ended:
+                fed.skipping = True
+                return fed
+            fed.lines += 1
+            number += 1
+        elif not raw.endswith(b"\n"):
+            fed.rest = raw
+            return fed
         else:
-            log.feed(number, value, tally)
-    return read, count, b""
+            fed.read += len(raw)
+            fed.lines += 1
+            number += 1
+            if raw.strip():
+                value, why = json_line(raw, number == 1)
+                if why is not None:
+                    tally.fail(f"{log.name}:{number}", why)
+                elif not isinstance(value, dict):
+                    tally.fail(f"{log.name}:{number}", "not a JSON object")
+                else:
+                    log.feed(number, value, tally)
+        if budget is not None and fed.read >= budget:
+            fed.done = False
+            return fed
+    return fed
 
 
 def read_member(source: Source, member: str, log: SessionLog, tally: Tally) -> None:
@@ -272,11 +346,11 @@ def read_member(source: Source, member: str, log: SessionLog, tally: Tally) -> N
     break is read if it is whole JSON (a log that ends so), else left out
     as still being written."""
     with source.stream(member) as stream:
-        _, count, rest = feed_stream(iter(stream), log, tally)
-    if rest.strip():
-        value, why = json_line(rest, count == 0)
+        fed = feed_stream(stream, log, tally)
+    if fed.rest.strip():
+        value, why = json_line(fed.rest, fed.lines == 0)
         if why is None and isinstance(value, dict):
-            log.feed(count + 1, value, tally)
+            log.feed(fed.lines + 1, value, tally)
         else:
             tally.skipped["unfinished last line"] += 1
 
@@ -291,7 +365,7 @@ def read_logs(
     for member in json_members(source, re.compile(r"\.jsonl$"), expected):
         reading = log(member)
         read_member(source, member, reading, tally)
-        for conversation in reading.finish(quiet, tally):
+        for conversation in reading.finish(quiet, tally, whole=True):
             tally.conversations += 1
             yield conversation
         if reading.opened:
@@ -316,7 +390,8 @@ _CODEX_TYPES = frozenset(
     {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 )
 DETECT_LINES = 5
-DETECT_BYTES = 4 * 2**20
+DETECT_BYTES = MAX_LINE_BYTES + 2**20
+"""What is read of a log to tell its host: its first lines, this much at most."""
 
 
 def kind(value: object) -> str | None:
@@ -332,44 +407,34 @@ def kind(value: object) -> str | None:
     return None
 
 
-def detect_stream(stream: IO[bytes]) -> str | None:
-    """Which host wrote the log ``stream`` starts; at most its first few
-    lines and ``DETECT_BYTES`` are read (a one-line export can be huge)."""
-    budget = DETECT_BYTES
-    for number in range(1, DETECT_LINES + 1):
-        raw = stream.readline(budget)
-        budget -= len(raw)
-        if not raw or (not raw.endswith(b"\n") and budget <= 0):
-            return None
+def sniff(stream: IO[bytes]) -> tuple[str | None, bool]:
+    """Which host wrote the log ``stream`` starts, and whether enough of it
+    was read to tell (a host, or none: its first lines, or ``DETECT_BYTES``,
+    say no host's). At most ``DETECT_BYTES`` are read; a line too long to
+    read tells nothing."""
+    head = stream.read(DETECT_BYTES)
+    complete = 0
+    for number, raw in enumerate(read_lines(io.BytesIO(head)), 1):
+        if number > DETECT_LINES:
+            break
+        if isinstance(raw, Overlong):
+            complete += raw.ended
+            continue
+        if not raw.endswith(b"\n"):
+            break  # being written, or cut off by DETECT_BYTES
+        complete += 1
         if raw.strip():
             value, _ = json_line(raw, number == 1)
             if (found := kind(value)) is not None:
-                return found
-    return None
+                return found, True
+    return None, complete >= DETECT_LINES or len(head) == DETECT_BYTES
+
+
+def detect_stream(stream: IO[bytes]) -> str | None:
+    """Which host wrote the log ``stream`` starts (``sniff``)."""
+    return sniff(stream)[0]
 
 
 def detect(source: Source, member: str) -> str | None:
     with source.stream(member) as stream:
         return detect_stream(stream)
-
-
-_LOG = re.compile(r"\.jsonl$")
-
-
-def log_files(root: Path) -> list[Path]:
-    """The ``.jsonl`` files at ``root`` (a file, or a folder searched
-    through), oldest change first, so a session resumed into a new file
-    comes after the one it continues."""
-    if not root.is_dir():
-        return [root]
-    found: list[tuple[float, str, Path]] = []
-    for folder, dirs, files in os.walk(root):
-        dirs.sort()
-        for name in files:
-            if _LOG.search(name):
-                path = Path(folder) / name
-                try:
-                    found.append((path.stat().st_mtime, str(path), path))
-                except OSError:
-                    continue  # gone since the folder was listed
-    return [path for _, _, path in sorted(found)]

@@ -4,6 +4,7 @@ inert (CSP) and the request-size limit."""
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
 import secrets
@@ -19,6 +20,7 @@ from fastapi import Request
 from memoro.auth import SESSION_COOKIE, Claims, Sessions, TokenVerifier
 from memoro.envelope import error_body
 from memoro.errors import ConfigError, Unauthorized
+from memoro.jwks import MustWait
 
 if TYPE_CHECKING:
     from memoro.settings import Settings
@@ -112,9 +114,10 @@ def check_origin(request: Request) -> None:
         raise Forbidden("requests from other sites are refused")
 
 
-def current_user(request: Request) -> str:
-    """The authenticated user of this request, else Unauthorized (401)."""
-    user = _current_user(request)
+def current_user(request: Request, *, wait: bool = True) -> str:
+    """The authenticated user of this request, else Unauthorized (401);
+    unless ``wait``, MustWait where the token's keys must be fetched."""
+    user = _current_user(request, wait)
     request.state.user_id = user  # for the request's log line
     for meant in map(unquote, request.headers.getlist(USER_HEADER)):
         if meant != user:
@@ -148,7 +151,8 @@ async def authenticated_user(request: Request) -> str:
     key memoro must fetch first (JWKS) waits, on a thread of its own pool."""
     auth: AuthConfig = request.app.state.auth
     if auth.tokens is None or auth.tokens.answers_now(_bearer(request)):
-        return current_user(request)
+        with contextlib.suppress(MustWait):  # a fetch came due just now: from a thread
+            return current_user(request, wait=False)
     return await anyio.to_thread.run_sync(current_user, request, limiter=_waits(request))
 
 
@@ -156,7 +160,8 @@ async def verified_token(request: Request, tokens: TokenVerifier, token: str) ->
     """``tokens.verify(token)`` from the event loop, waiting for keys as
     ``authenticated_user`` does."""
     if tokens.answers_now(token):
-        return tokens.verify(token)
+        with contextlib.suppress(MustWait):
+            return tokens.verify(token, wait=False)
     return await anyio.to_thread.run_sync(tokens.verify, token, limiter=_waits(request))
 
 
@@ -165,7 +170,7 @@ def _bearer(request: Request) -> str:
     return header[7:].strip() if header.lower().startswith("bearer ") else ""
 
 
-def _current_user(request: Request) -> str:
+def _current_user(request: Request, wait: bool) -> str:
     auth: AuthConfig = request.app.state.auth
     check_origin(request)
     if auth.mode == "local":
@@ -175,7 +180,7 @@ def _current_user(request: Request) -> str:
         return auth.local_user
     assert auth.tokens is not None and auth.sessions is not None
     if request.headers.get("authorization", "").lower().startswith("bearer "):
-        return auth.tokens.verify(_bearer(request)).user_id
+        return auth.tokens.verify(_bearer(request), wait=wait).user_id
     cookie = request.cookies.get(SESSION_COOKIE)
     if cookie:
         claims = auth.sessions.verify(cookie)

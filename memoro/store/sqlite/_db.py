@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from memoro.errors import DiskFull, MigrationError, StoreError
+from memoro.private import create_file, make_folder
 from memoro.store import backfill, migrations
 from memoro.store.dialect import Dialect
 
@@ -69,7 +70,8 @@ class Database:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(self.path.parent)
+        create_file(self.path)  # owner-only; SQLite gives its -wal and -shm the same mode
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()

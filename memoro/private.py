@@ -1,0 +1,92 @@
+"""Owner-only files. memoro's data folder, its SQLite files and the watch
+state hold every user's block, audit and conversations (and a prompt still
+being written), so no other local account may read them: folders are made
+0700 and files 0600 whatever the umask, and a folder or file found open to
+others is closed on start, with one log line that says so."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+log = logging.getLogger("memoro")
+
+FOLDER_MODE = 0o700
+FILE_MODE = 0o600
+_OTHERS = 0o077
+
+
+def make_folder(path: Path) -> None:
+    """Create ``path`` and each missing folder above it, owner-only (an
+    existing one is left as it is: see ``secure``)."""
+    missing: list[Path] = []
+    at = Path(os.path.abspath(path))
+    while not os.path.lexists(at) and at != at.parent:
+        missing.append(at)
+        at = at.parent
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # another process made it meanwhile
+            folder.mkdir(mode=FOLDER_MODE)
+
+
+def create_file(path: Path) -> None:
+    """An empty owner-only file at ``path``, unless one is there: SQLite
+    creates a database as 0644 (less the umask), and gives its -wal and
+    -shm files the database's own mode."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
+def write_file(path: Path, data: bytes) -> None:
+    """Write ``path`` whole, owner-only, never through a link."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags, FILE_MODE)
+    try:
+        if stat.S_IMODE(os.fstat(fd).st_mode) & _OTHERS:  # an older file at that path
+            os.fchmod(fd, FILE_MODE)
+        with os.fdopen(fd, "wb", closefd=False) as file:
+            file.write(data)
+    finally:
+        os.close(fd)
+
+
+def secure(folder: Path, files: Iterable[Path] = ()) -> None:
+    """Make ``folder`` (created if missing) and ``files`` owner-only; when
+    any of them was open to other accounts, say so in one log line."""
+    make_folder(folder)
+    loose: list[str] = []
+    refused: list[str] = []
+    for path in [folder, *files]:
+        try:
+            found = path.lstat()
+        except FileNotFoundError:
+            continue
+        mode = stat.S_IMODE(found.st_mode)
+        if stat.S_ISLNK(found.st_mode) or not mode & _OTHERS:
+            continue
+        name = str(path) if path == folder else path.name
+        try:
+            os.chmod(path, mode & ~_OTHERS)
+        except OSError as exc:
+            refused.append(f"{name} {mode:04o} ({exc.strerror or exc})")
+        else:
+            loose.append(f"{name} {mode:04o}")
+    if loose:
+        log.warning(
+            "memoro's data was readable by other local accounts (%s): made it owner-only"
+            " (folders 0700, files 0600)",
+            ", ".join(loose),
+        )
+    if refused:
+        log.warning(
+            "memoro's data is readable by other local accounts and could not be made"
+            " owner-only: %s; change its owner or mode",
+            ", ".join(refused),
+        )
