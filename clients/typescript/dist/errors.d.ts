@@ -90,6 +90,22 @@ export declare class ConfigError extends MemoroError {
 export declare class ModelError extends MemoroError {
     static readonly code: string;
 }
+/** The chat model did not finish a memory review within the server's deadline (504). */
+export declare class ModelTimeout extends ModelError {
+    static readonly code: string;
+}
+/** A memory review was asked of a server that has no chat model (501). */
+export declare class NoModel extends ConfigError {
+    static readonly code: string;
+}
+/** The user has no pending memory proposal, or a newer review replaced the one meant (404). */
+export declare class NoProposal extends MemoroError {
+    static readonly code: string;
+}
+/** A review of the user's memory is running already (409). */
+export declare class ReviewRunning extends MemoroError {
+    static readonly code: string;
+}
 export declare class StoreError extends MemoroError {
     static readonly code: string;
 }

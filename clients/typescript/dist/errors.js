@@ -92,6 +92,22 @@ export class ConfigError extends MemoroError {
 export class ModelError extends MemoroError {
     static code = "model_error";
 }
+/** The chat model did not finish a memory review within the server's deadline (504). */
+export class ModelTimeout extends ModelError {
+    static code = "model_timeout";
+}
+/** A memory review was asked of a server that has no chat model (501). */
+export class NoModel extends ConfigError {
+    static code = "no_model";
+}
+/** The user has no pending memory proposal, or a newer review replaced the one meant (404). */
+export class NoProposal extends MemoroError {
+    static code = "no_proposal";
+}
+/** A review of the user's memory is running already (409). */
+export class ReviewRunning extends MemoroError {
+    static code = "review_running";
+}
 export class StoreError extends MemoroError {
     static code = "store_error";
 }
@@ -113,7 +129,11 @@ const BY_CODE = new Map([
     Forbidden,
     KeysUnavailable,
     ConfigError,
+    NoModel,
     ModelError,
+    ModelTimeout,
+    NoProposal,
+    ReviewRunning,
     StoreError,
     DiskFull,
     MigrationError,

@@ -113,6 +113,26 @@ export class ModelError extends MemoroError {
   static override readonly code: string = "model_error";
 }
 
+/** The chat model did not finish a memory review within the server's deadline (504). */
+export class ModelTimeout extends ModelError {
+  static override readonly code: string = "model_timeout";
+}
+
+/** A memory review was asked of a server that has no chat model (501). */
+export class NoModel extends ConfigError {
+  static override readonly code: string = "no_model";
+}
+
+/** The user has no pending memory proposal, or a newer review replaced the one meant (404). */
+export class NoProposal extends MemoroError {
+  static override readonly code: string = "no_proposal";
+}
+
+/** A review of the user's memory is running already (409). */
+export class ReviewRunning extends MemoroError {
+  static override readonly code: string = "review_running";
+}
+
 export class StoreError extends MemoroError {
   static override readonly code: string = "store_error";
 }
@@ -140,7 +160,11 @@ const BY_CODE = new Map<string, ErrorClass>(
     Forbidden,
     KeysUnavailable,
     ConfigError,
+    NoModel,
     ModelError,
+    ModelTimeout,
+    NoProposal,
+    ReviewRunning,
     StoreError,
     DiskFull,
     MigrationError,
