@@ -78,17 +78,17 @@ def test_http_review_proposal_accept_and_dismiss_for_the_authenticated_user(
     _history(service, "bob")
     llm.script(call("memory_write", {"block": BETTER}), call("memory_write", {"block": BETTER}))
     with client(server, "ann") as ann, client(server, "bob") as bob:
-        assert ann.get("/v1/memory/proposal").json()["error"]["code"] == "no_proposal"
+        assert ann.get("/v1/memory/proposal").json() == {"proposal": None}
         made = ann.post("/v1/memory/review", json={})
         assert made.status_code == 200, made.text
         proposal = made.json()["proposal"]
         assert proposal["removed"] == ["Focusing on project A this week"]
         assert proposal["added"] == ["Likes big tasks broken into small steps"]
         assert (proposal["stale"], proposal["applied"], proposal["turns_read"]) == (False, False, 1)
-        assert ann.get("/v1/memory/proposal").json() == proposal
+        assert ann.get("/v1/memory/proposal").json() == {"proposal": proposal}
         # another user never sees it, by any route
         missing = bob.get("/v1/memory/proposal")
-        assert (missing.status_code, missing.json()["error"]["code"]) == (404, "no_proposal")
+        assert (missing.status_code, missing.json()) == (200, {"proposal": None})
         assert bob.post("/v1/memory/proposal/accept").status_code == 404
         assert bob.delete("/v1/memory/proposal").status_code == 404
         assert service.proposal("ann") is not None
@@ -103,7 +103,7 @@ def test_http_review_proposal_accept_and_dismiss_for_the_authenticated_user(
         audit = ann.get("/v1/memory/audit").json()
         assert (audit[0]["writer"], audit[0]["source"]) == ("model", "review")
         assert audit[1]["source"] is None
-        assert ann.get("/v1/memory/proposal").status_code == 404
+        assert ann.get("/v1/memory/proposal").json() == {"proposal": None}
         # bob's own review, then dismissed
         assert bob.post("/v1/memory/review").status_code == 200  # no body: propose
         assert bob.delete("/v1/memory/proposal").status_code == 204
@@ -119,7 +119,7 @@ def test_http_a_stale_proposal_is_412_with_the_block_as_it_is_now(
     with client(server, "ann") as ann:
         ann.post("/v1/memory/review", json={"apply": False})
         ann.put("/v1/memory", json={"block": "Preferred name: Alfie"})
-        assert ann.get("/v1/memory/proposal").json()["stale"] is True
+        assert ann.get("/v1/memory/proposal").json()["proposal"]["stale"] is True
         refused = ann.post("/v1/memory/proposal/accept")
         assert refused.status_code == 412
         error = refused.json()["error"]
@@ -127,7 +127,7 @@ def test_http_a_stale_proposal_is_412_with_the_block_as_it_is_now(
         assert "fresh review" in error["message"]
         fresh = ann.post("/v1/memory/review", json={"apply": True})
         assert fresh.status_code == 200 and fresh.json() == {"proposal": None}
-        assert ann.get("/v1/memory/proposal").status_code == 404
+        assert ann.get("/v1/memory/proposal").json() == {"proposal": None}
         assert ann.get("/v1/memory").json()["block"] == "Preferred name: Alfie"
 
 
@@ -169,7 +169,7 @@ def test_http_model_failures_are_502_and_504_in_the_envelope_and_change_nothing(
             assert slow.status_code == 504
             assert slow.json()["error"]["code"] == "model_timeout"
             held.set()
-            assert ann.get("/v1/memory/proposal").status_code == 404
+            assert ann.get("/v1/memory/proposal").json() == {"proposal": None}
         memoro.close()
     down = Memoro.open(tmp_path / "down", embedder="keyword", worker=False, **model(llm))
     _history(down)

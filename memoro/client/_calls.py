@@ -390,9 +390,8 @@ class Calls:
 
     def proposal(self, user_id: str) -> Call[Proposal | None]:
         def read(response: httpx.Response) -> Proposal | None:
-            if response.status_code == 404 and _code(response) == "no_proposal":
-                return None
-            return _proposal(user_id, _json(response))
+            found = _json(response)["proposal"]
+            return None if found is None else _proposal(user_id, found)
 
         return Call("GET", _PROPOSAL, user_id, read)
 

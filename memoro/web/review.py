@@ -1,7 +1,7 @@
 """The HTTP API of memory review, for the authenticated user only: ask for
 a review, read the pending proposal, accept it (through the one save, with
 compare-before-save) or dismiss it. Thin routes over the service; errors in
-the one envelope (app.py): 404 no proposal, 409 a review already running,
+the one envelope (app.py): 404 no proposal to accept or dismiss, 409 a review already running,
 412 the block changed since the proposal, 501 no chat model, 502 the model
 failed or answered with nothing usable, 504 past the review's deadline."""
 
@@ -53,10 +53,11 @@ class ReviewIn(BaseModel):
     )
 
 
-class ReviewOut(BaseModel):
+class PendingOut(BaseModel):
     proposal: ProposalOut | None = Field(
-        description="The new pending proposal (or, with apply, the block saved); null when"
-        " the model found nothing to change."
+        description="The pending proposal — after a review, the new one (with apply, the"
+        " block saved) —; null when there is none (after a review: the model found nothing"
+        " to change)."
     )
 
 
@@ -67,7 +68,7 @@ _NO_BODY = ReviewIn()
 
 @router.post(
     "/memory/review",
-    response_model=ReviewOut,
+    response_model=PendingOut,
     summary="Review the block with the chat model",
     description="The configured chat model rereads the block and the turns since the last"
     " review and proposes a whole new block through memory_write. The proposal replaces"
@@ -82,15 +83,13 @@ def review(user: User, memoro: Service, body: ReviewIn = _NO_BODY) -> Any:
 
 @router.get(
     "/memory/proposal",
-    response_model=ProposalOut,
+    response_model=PendingOut,
     summary="The pending proposal",
-    responses=errors(404),
+    description="`stale` says whether the block has changed since the review read it.",
 )
 def proposal(user: User, memoro: Service) -> Any:
     found = memoro.proposal(user)
-    if found is None:
-        return _none()
-    return found.to_json()
+    return {"proposal": found.to_json() if found else None}
 
 
 IfMatchProposal = Annotated[

@@ -106,17 +106,12 @@ export class MemoroClient {
     }
     /** The pending proposal (`stale` when the block changed since), or null. */
     async proposal(userId) {
-        const response = await this.#http.fetch({
+        const data = await this.#json({
             method: "GET",
             path: "/v1/memory/proposal",
             userId,
         });
-        const data = await body(response);
-        if (response.status === 404 && code(data) === "no_proposal")
-            return null;
-        if (!response.ok)
-            throw errorFrom(response.status, data);
-        return read.proposal(userId, data);
+        return data.proposal ? read.proposal(userId, data.proposal) : null;
     }
     /**
      * Save the pending proposal through the server's one save, as the

@@ -164,15 +164,12 @@ export class MemoroClient {
 
   /** The pending proposal (`stale` when the block changed since), or null. */
   async proposal(userId: string): Promise<Proposal | null> {
-    const response = await this.#http.fetch({
+    const data = await this.#json<Json<"/v1/memory/proposal", "get">>({
       method: "GET",
       path: "/v1/memory/proposal",
       userId,
     });
-    const data = await body(response);
-    if (response.status === 404 && code(data) === "no_proposal") return null;
-    if (!response.ok) throw errorFrom(response.status, data);
-    return read.proposal(userId, data as Json<"/v1/memory/proposal", "get">);
+    return data.proposal ? read.proposal(userId, data.proposal) : null;
   }
 
   /**

@@ -249,7 +249,10 @@ export type paths = {
             path?: never;
             cookie?: never;
         };
-        /** The pending proposal */
+        /**
+         * The pending proposal
+         * @description `stale` says whether the block has changed since the review read it.
+         */
         get: operations["proposal_v1_memory_proposal_get"];
         put?: never;
         post?: never;
@@ -667,6 +670,11 @@ export type components = {
              */
             type: "function";
         };
+        /** PendingOut */
+        PendingOut: {
+            /** @description The pending proposal — after a review, the new one (with apply, the block saved) —; null when there is none (after a review: the model found nothing to change). */
+            proposal: components["schemas"]["ProposalOut"] | null;
+        };
         /** PromptOut */
         PromptOut: {
             /**
@@ -770,11 +778,6 @@ export type components = {
              * @default false
              */
             apply: boolean;
-        };
-        /** ReviewOut */
-        ReviewOut: {
-            /** @description The new pending proposal (or, with apply, the block saved); null when the model found nothing to change. */
-            proposal: components["schemas"]["ProposalOut"] | null;
         };
         /** SearchOut */
         SearchOut: {
@@ -1978,7 +1981,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ProposalOut"];
+                    "application/json": components["schemas"]["PendingOut"];
                 };
             };
             /** @description Bad Request */
@@ -2001,15 +2004,6 @@ export interface operations {
             };
             /** @description Forbidden */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorOut"];
-                };
-            };
-            /** @description Not Found */
-            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2241,7 +2235,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ReviewOut"];
+                    "application/json": components["schemas"]["PendingOut"];
                 };
             };
             /** @description Bad Request */
