@@ -317,3 +317,48 @@ def test_a_server_on_auth_local_reviews_its_one_user(service: Memoro, llm: Scrip
     with running(service, AuthConfig.build("local", "", "me")) as url:
         answer = httpx.post(url + "/v1/memory/review", json={"apply": False}, timeout=10)
     assert answer.status_code == 200 and answer.json() == {"proposal": None}
+
+
+def test_failed_reviews_are_counted_in_memoro_status_and_metrics(
+    tmp_path: Path, llm: ScriptedLLM
+) -> None:
+    from tests.test_ops import METRICS_TOKEN, SCRAPE, _sample
+
+    settings = Settings(
+        home=tmp_path,
+        metrics_token=METRICS_TOKEN,
+        review="propose",
+        review_min_turns=1,
+        review_every=0,
+        **model(llm),
+    )
+    memoro = Memoro(SqliteStore(tmp_path / "memoro.db"), settings, embedder=None, worker=False)
+    _history(memoro)
+    _history(memoro, "bob")
+    llm.script(say("Sure, done!"), call("memory_write", {"block": BETTER}))
+    memoro.index_pending()
+    assert len(llm.requests) == 2
+    with (
+        running(memoro, AuthConfig.build("token", SECRET, "local")) as url,
+        httpx.Client(base_url=url) as http,
+    ):
+        scraped = http.get("/metrics", headers=SCRAPE).text
+    assert _sample(scraped, "memoro_review_failing_users") == 1
+    assert _sample(scraped, "memoro_review_proposals") == 1
+    assert _sample(scraped, "memoro_reviews_total", outcome="failed") >= 1
+    assert _sample(scraped, "memoro_reviews_total", outcome="proposed") >= 1
+    assert "ann" not in scraped and "bob" not in scraped
+    memoro.close()
+    env = {
+        "MEMORO_HOME": str(tmp_path),
+        "MEMORO_EMBEDDER": "keyword",
+        "MEMORO_REVIEW": "propose",
+    }
+    shown = CliRunner().invoke(cli, ["status"], env=env)
+    assert (
+        "Memory reviews:  proposing; 1 proposal waiting for their user, 1 user reviewed,"
+        " 1 user whose last review failed (1 failure in a row in all)" in shown.stdout
+    )
+    assert "the worker tries again later" in shown.stdout
+    status = CliRunner().invoke(cli, ["status", "--json"], env=env)
+    assert '"failing_users": 1' in status.stdout
