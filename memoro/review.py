@@ -31,7 +31,15 @@ from memoro.errors import (
 )
 from memoro.history.worker import Lease, Schedule, Worker
 from memoro.llm import Provider, make_provider
-from memoro.models import Job, Proposal, ReviewState, Writer, WriteResult, WriteSource
+from memoro.models import (
+    Job,
+    Proposal,
+    ReviewState,
+    ReviewStats,
+    Writer,
+    WriteResult,
+    WriteSource,
+)
 from memoro.settings import Settings
 from memoro.turns import check_user, now
 
@@ -179,6 +187,11 @@ class Reviews:
         """Drop the pending proposal (the turns it read count as reviewed);
         False when there was none."""
         return self.store.drop_proposal(check_user(user_id)) is not None
+
+    def review_stats(self) -> ReviewStats:
+        """Every user's memory reviews counted, for monitoring (no user data):
+        proposals waiting, users reviewed, users whose last review failed."""
+        return self.store.review_stats()
 
     def reviewer(self) -> Provider:
         """The chat model reviews use: the one `memoro chat` uses, with the

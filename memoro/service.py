@@ -552,7 +552,7 @@ class Memoro(Transfers, Reviews):
             "reindex_needed": bool(missing),
             "jobs": {status.value: n for status, n in self.store.count_jobs().items()},
             "review": self.settings.review,
-            "reviews": self.store.review_stats().to_json(),
+            "reviews": self.review_stats().to_json(),
         }
 
     # -- tools (T) ---------------------------------------------------------

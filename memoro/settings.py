@@ -259,7 +259,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         name="review_chars",
         env="MEMORO_REVIEW_CHARS",
-        default="24000",
+        default="40000",
         help="The most characters of past turns (questions and answers) one review reads:"
         " the newest turns since the last review that fit; the proposal says how many"
         " older ones it did not read.",
@@ -333,7 +333,7 @@ class Settings:
     review_min_turns: int = 20
     review_every: int = 24
     review_per_hour: int = 60
-    review_chars: int = 24_000
+    review_chars: int = 40_000
     review_timeout: int = 120
     log_level: str = "info"
     metrics_token: str = ""

@@ -214,7 +214,8 @@ class Transfers:
         """The block and audit of a memoro export, back as they were — into a
         user who has neither, so nothing of theirs is overwritten."""
         raw, entries = memoro_format.export_block(source)
-        if raw is None and not entries:
+        raw_proposal = memoro_format.export_proposal(source)
+        if raw is None and not entries and raw_proposal is None:
             return ""
         try:
             stored = None if raw is None else memoro_format.block_of(user_id, raw)
@@ -227,7 +228,6 @@ class Transfers:
             return "not restored: the export's block breaks the block's rules"
         if not all(_plausible(entry) for entry in audit):
             return "not restored: the export's audit log is damaged"
-        raw_proposal = memoro_format.export_proposal(source)
         try:
             proposal = (
                 None if raw_proposal is None else memoro_format.proposal_of(user_id, raw_proposal)

@@ -142,6 +142,10 @@ def test_status_speaks_to_people_by_default(tmp_path: Path) -> None:
     assert f"Database:        SQLite, {tmp_path / 'memoro.db'}" in shown
     assert "Chunks:          1 indexed" in shown
     assert "Jobs:            0 waiting, 0 running, 0 failed" in shown
+    assert (
+        "Memory reviews:  off; 0 proposals waiting for their user, 0 users reviewed,"
+        " 0 users whose last review failed" in shown
+    )
     assert "{" not in shown and "'" not in shown  # no Python reprs
 
 

@@ -59,6 +59,10 @@ METHODS = [
     "delete_conversation",
     "execute_tool",
     "export",
+    "review",
+    "proposal",
+    "accept_proposal",
+    "dismiss_proposal",
 ]
 
 

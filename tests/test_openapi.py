@@ -72,11 +72,12 @@ def test_the_document_lists_every_route_and_only_them() -> None:
     from fastapi.routing import APIRoute
 
     from memoro.agent import OpenAIProvider
-    from memoro.web import api, chat, imports
+    from memoro.web import api, chat, imports, review
 
     provider = OpenAIProvider("fake", base_url="http://127.0.0.1:9/v1", api_key="x")
     app = create_app(_memoro, AuthConfig.build("token", SECRET, "local"), provider)
-    served = [r for router in (api.router, imports.router, chat.router) for r in router.routes]
+    routers = (api.router, review.router, imports.router, chat.router)
+    served = [r for router in routers for r in router.routes]
     routes = {
         (method.lower(), route.path.replace(":path}", "}"))
         for route in served

@@ -5,6 +5,7 @@ from memoro.cli import (  # noqa: F401  (they register commands)
     history,
     mcp,
     memory,
+    review,
     serve,
     transfer,
     users,

@@ -400,6 +400,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
             "Jobs",
             f"{jobs['pending']:,} waiting, {jobs['running']:,} running, {jobs['failed']:,} failed",
         ),
+        ("Memory reviews", _reviews(info)),
     ]
     width = max(len(name) for name, _ in lines) + 2
     for name, value in lines:
@@ -426,3 +427,22 @@ def status(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"{some} yet; a running server or worker adds them (or `memoro reindex` now).")
     if jobs["failed"]:
         click.echo("See the failed jobs with `memoro jobs --failed`; `memoro jobs retry ID`.")
+    reviews = cast("dict[str, int]", info["reviews"])
+    if reviews["failing_users"]:
+        click.echo(
+            "A user's review failed: the worker tries again later (5 minutes, then twice as"
+            " long each time, at most 6 hours apart); its log says why."
+        )
+
+
+def _reviews(info: dict[str, object]) -> str:
+    """The worker's memory reviews in words: its mode and what they left."""
+    reviews = cast("dict[str, int]", info["reviews"])
+    mode = {"off": "off", "propose": "proposing", "apply": "applying"}[str(info["review"])]
+    failing = reviews["failing_users"]
+    return (
+        f"{mode}; {plural(reviews['proposals'], 'proposal')} waiting for their user,"
+        f" {plural(reviews['reviewed_users'], 'user')} reviewed,"
+        f" {plural(failing, 'user')} whose last review failed"
+        + (f" ({plural(reviews['failures'], 'failure')} in a row in all)" if failing else "")
+    )

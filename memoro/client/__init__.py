@@ -28,6 +28,7 @@ from memoro.models import (
     AuditEntry,
     Conversation,
     DeleteResult,
+    Proposal,
     RecordedTurn,
     SearchHits,
     StoredBlock,
@@ -167,6 +168,25 @@ class MemoroClient:
             return execute(cast(Any, None), None, name, arguments)  # nothing to send
         return self._send(self._calls.execute_tool(user_id, name, arguments))
 
+    def review(self, user_id: str, *, apply: bool = False) -> Proposal | None:
+        """Have the server's chat model review the user's block: the new
+        pending proposal (with ``apply``, the block saved), or ``None`` when
+        nothing should change. Waits as long as the server's review may take."""
+        return self._send(self._calls.review(user_id, apply))
+
+    def proposal(self, user_id: str) -> Proposal | None:
+        """The pending proposal (``stale`` when the block changed since), or ``None``."""
+        return self._send(self._calls.proposal(user_id))
+
+    def accept_proposal(self, user_id: str, *, expected: str | None = None) -> WriteResult:
+        """Save the pending proposal if the block is still the one it was
+        made from (else BlockChanged); with ``expected``, only that one."""
+        return self._send(self._calls.accept_proposal(user_id, expected))
+
+    def dismiss_proposal(self, user_id: str) -> bool:
+        """Drop the pending proposal; False when there was none."""
+        return self._send(self._calls.dismiss_proposal(user_id))
+
     def export(self, user_id: str) -> Iterator[str]:
         """Everything the server holds about the user, as the JSON text of
         memoro's export format, piece by piece."""
@@ -283,6 +303,18 @@ class AsyncMemoroClient:
         if not user_id:
             return execute(cast(Any, None), None, name, arguments)  # nothing to send
         return await self._send(self._calls.execute_tool(user_id, name, arguments))
+
+    async def review(self, user_id: str, *, apply: bool = False) -> Proposal | None:
+        return await self._send(self._calls.review(user_id, apply))
+
+    async def proposal(self, user_id: str) -> Proposal | None:
+        return await self._send(self._calls.proposal(user_id))
+
+    async def accept_proposal(self, user_id: str, *, expected: str | None = None) -> WriteResult:
+        return await self._send(self._calls.accept_proposal(user_id, expected))
+
+    async def dismiss_proposal(self, user_id: str) -> bool:
+        return await self._send(self._calls.dismiss_proposal(user_id))
 
     async def export(self, user_id: str) -> AsyncIterator[str]:
         sent = request(self._calls, Call("GET", "/v1/export", user_id, lambda r: None))

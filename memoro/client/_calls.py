@@ -24,6 +24,11 @@ from memoro.errors import (
     KeysUnavailable,
     MemoroError,
     MigrationError,
+    ModelError,
+    ModelTimeout,
+    NoModel,
+    NoProposal,
+    ReviewRunning,
     StoreError,
     TooLarge,
     Unauthorized,
@@ -37,6 +42,7 @@ from memoro.models import (
     DeleteResult,
     Operation,
     Outcome,
+    Proposal,
     RecordedTurn,
     SearchHit,
     SearchHits,
@@ -45,6 +51,7 @@ from memoro.models import (
     UserDeletion,
     Writer,
     WriteResult,
+    WriteSource,
 )
 from memoro.prompt import SystemPrompt
 from memoro.tools import ToolResult, tool_named
@@ -65,6 +72,8 @@ class Call(Generic[T]):
     params: Mapping[str, Any] | None = None
     body: Any = None
     headers: Mapping[str, str] | None = None
+    timeout: httpx.Timeout | None = None
+    """This request's own, when the client's is too short for it."""
 
 
 def _time(value: str) -> datetime:
@@ -96,6 +105,11 @@ _BY_CODE: dict[str, type[MemoroError]] = {
         Unauthorized,
         KeysUnavailable,
         ConfigError,
+        NoModel,
+        ModelError,
+        ModelTimeout,
+        NoProposal,
+        ReviewRunning,
         StoreError,
         DiskFull,
         MigrationError,
@@ -228,6 +242,7 @@ class Calls:
                     tuple(e["added_lines"]),
                     e["removed_count"],
                     e["added_count"],
+                    WriteSource(e["source"]) if e.get("source") else None,
                 )
                 for e in _json(response)
             ]
@@ -361,6 +376,76 @@ class Calls:
         tool_named(name)  # an unknown name is refused here, as Memoro refuses it
         return Call("POST", f"/v1/tools/{quote(name, safe='')}", user_id, read, body=body)
 
+    def review(self, user_id: str, apply: bool) -> Call[Proposal | None]:
+        if not isinstance(apply, bool):
+            raise InvalidInput("apply must be true or false")
+
+        def read(response: httpx.Response) -> Proposal | None:
+            found = _json(response)["proposal"]
+            return None if found is None else _proposal(user_id, found)
+
+        # the server's own deadline (MEMORO_REVIEW_TIMEOUT) ends a review
+        wait = httpx.Timeout(30.0, read=None)
+        return Call("POST", _REVIEW, user_id, read, body={"apply": apply}, timeout=wait)
+
+    def proposal(self, user_id: str) -> Call[Proposal | None]:
+        def read(response: httpx.Response) -> Proposal | None:
+            found = _json(response)["proposal"]
+            return None if found is None else _proposal(user_id, found)
+
+        return Call("GET", _PROPOSAL, user_id, read)
+
+    def accept_proposal(self, user_id: str, expected: str | None) -> Call[WriteResult]:
+        headers = {"If-Match": f'"{expected}"'} if expected is not None else None
+
+        def read(response: httpx.Response) -> WriteResult:
+            data = _json(response)
+            return WriteResult(
+                Outcome(data["outcome"]),
+                data["block"] or None,
+                data["attempted_count"],
+                tuple(data["removed"]),
+                tuple(data["added"]),
+                tuple(data["warnings"]),
+                data["limit"],
+            )
+
+        return Call("POST", f"{_PROPOSAL}/accept", user_id, read, headers=headers)
+
+    def dismiss_proposal(self, user_id: str) -> Call[bool]:
+        def read(response: httpx.Response) -> bool:
+            if response.status_code == 404 and _code(response) == "no_proposal":
+                return False
+            if response.is_error:
+                raise fail(response)
+            return True
+
+        return Call("DELETE", _PROPOSAL, user_id, read)
+
+
+_REVIEW = "/v1/memory/review"
+_PROPOSAL = "/v1/memory/proposal"
+
+
+def _code(response: httpx.Response) -> str:
+    error = _object(response).get("error")
+    return str(error.get("code", "")) if isinstance(error, dict) else ""
+
+
+def _proposal(user_id: str, data: dict[str, Any]) -> Proposal:
+    return Proposal(
+        user_id=user_id,
+        block=data["block"],
+        based_on=data["based_on"],
+        removed=tuple(data["removed"]),
+        added=tuple(data["added"]),
+        created_at=_time(data["created_at"]),
+        turns_read=data["turns_read"],
+        turns_unread=data["turns_unread"],
+        stale=data["stale"],
+        applied=data["applied"],
+    )
+
 
 def unreachable(base_url: httpx.URL, exc: Exception) -> StoreError:
     return StoreError(f"the memoro server at {base_url} could not be reached ({exc})")
@@ -377,6 +462,8 @@ def request(calls: Calls, call: Call[Any]) -> dict[str, Any]:
     # query text is cleaned as the server cleans it (lone surrogates cannot travel in a URL)
     params = {k: clean_text(v) if isinstance(v, str) else v for k, v in (call.params or {}).items()}
     request: dict[str, Any] = {"headers": headers, "params": params or None}
+    if call.timeout is not None:
+        request["timeout"] = call.timeout
     if call.body is not None:
         # ASCII JSON: a lone surrogate travels as \ud800, and the server drops it as Memoro does
         request["content"] = json.dumps(call.body)

@@ -143,6 +143,9 @@ class AuditOut(BaseModel):
     at: datetime
     writer: Literal["model", "user"]
     operation: Literal["write", "delete"]
+    source: Literal["review"] | None = Field(
+        default=None, description="review: the block a memory review proposed."
+    )
     removed_lines: list[str]
     added_lines: list[str]
     removed_count: int

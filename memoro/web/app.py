@@ -37,6 +37,10 @@ from memoro.errors import (
     KeysUnavailable,
     MemoroError,
     ModelError,
+    ModelTimeout,
+    NoModel,
+    NoProposal,
+    ReviewRunning,
     StoreError,
     TooLarge,
     Unauthorized,
@@ -45,7 +49,7 @@ from memoro.errors import (
 )
 from memoro.mcp_server import MemoroMCP
 from memoro.service import Memoro
-from memoro.web import api, chat, imports, login, ops, reference
+from memoro.web import api, chat, imports, login, ops, reference, review
 from memoro.web.chat import Agents
 from memoro.web.edges import Edges
 from memoro.web.security import (
@@ -63,6 +67,10 @@ STATUS = {
     Forbidden: 403,
     Unauthorized: 401,
     BlockChanged: 412,
+    NoProposal: 404,
+    ReviewRunning: 409,
+    NoModel: 501,
+    ModelTimeout: 504,
     UserErased: 409,
     UnknownTool: 404,
     InvalidInput: 422,
@@ -132,6 +140,7 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
     app.add_middleware(BodyLimit)
     app.add_middleware(Edges, refuse=_refuse_non_json)  # outermost: it times the others
     app.include_router(api.router)
+    app.include_router(review.router)
     app.include_router(imports.router)
     app.include_router(chat.router, include_in_schema=provider is not None)
     app.include_router(login.router)
@@ -167,7 +176,14 @@ def create_app(memoro: Memoro, auth: AuthConfig, provider: Provider | None = Non
             # every method of this path, not only those of the first route found
             methods = {
                 method
-                for router in (app.router, api.router, imports.router, chat.router, login.router)
+                for router in (
+                    app.router,
+                    api.router,
+                    review.router,
+                    imports.router,
+                    chat.router,
+                    login.router,
+                )
                 for route in router.routes
                 if isinstance(route, Route) and route.matches(request.scope)[0] != Match.NONE
                 for method in route.methods or ()

@@ -110,6 +110,20 @@ class _Database:
             " (imports aside; 0 when every live turn is indexed).",
             value=stats.index_lag_seconds,
         )
+        try:
+            reviews = self.memoro.review_stats()
+        except Exception:  # the queue's numbers above still stand
+            return
+        yield GaugeMetricFamily(
+            "memoro_review_proposals",
+            "Memory review proposals waiting for their user to accept or dismiss them.",
+            value=float(reviews.proposals),
+        )
+        yield GaugeMetricFamily(
+            "memoro_review_failing_users",
+            "Users whose last memory review failed (the worker tries again with back-off).",
+            value=float(reviews.failing_users),
+        )
 
 
 def warm_in_background(memoro: Memoro) -> None:

@@ -6,7 +6,7 @@
  */
 import type { paths } from "./generated/openapi.js";
 import { type ClientOptions } from "./http.js";
-import type { AuditEntry, Conversation, DeleteResult, ImportStatus, RecordedTurn, SearchHits, StoredBlock, SystemPrompt, ToolDefinition, ToolResult, Turn, UserDeletion, Writer, WriteResult } from "./results.js";
+import type { AuditEntry, Conversation, DeleteResult, ImportStatus, Proposal, RecordedTurn, SearchHits, StoredBlock, SystemPrompt, ToolDefinition, ToolResult, Turn, UserDeletion, Writer, WriteResult } from "./results.js";
 /** The formats `importFile` reads; "auto" tells them apart. */
 export type ImportFormat = NonNullable<paths["/v1/imports"]["post"]["requestBody"]>["content"]["multipart/form-data"]["format"];
 /** How conversation search ranks: both signals together (the default), or one. */
@@ -43,6 +43,30 @@ export declare class MemoroClient {
     audit(userId: string, options?: {
         limit?: number;
     }): Promise<AuditEntry[]>;
+    /**
+     * Have the server's chat model review the user's block against the turns
+     * since the last review: the new pending proposal (with `apply`, the block
+     * saved as the model's review), or null when nothing should change. The
+     * server's own deadline ends it; a failed review changes nothing
+     * (ModelError, ModelTimeout; NoModel when the server has no chat model;
+     * ReviewRunning while another review of the user runs).
+     */
+    review(userId: string, options?: {
+        apply?: boolean;
+    }): Promise<Proposal | null>;
+    /** The pending proposal (`stale` when the block changed since), or null. */
+    proposal(userId: string): Promise<Proposal | null>;
+    /**
+     * Save the pending proposal through the server's one save, as the
+     * model's review, only if the block is still the one it was made from
+     * (else BlockChanged, and nothing changes: ask for a fresh review). With
+     * `expected` (the proposal's etag), only that proposal (else NoProposal).
+     */
+    acceptProposal(userId: string, options?: {
+        expected?: string;
+    }): Promise<WriteResult>;
+    /** Drop the pending proposal; false when there was none. */
+    dismissProposal(userId: string): Promise<boolean>;
     /**
      * This turn's system prompt, rebuilt from storage: memoro's base prompt,
      * then `instructions` (your agent's own, stable), then the block.

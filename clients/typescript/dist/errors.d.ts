@@ -12,11 +12,15 @@
  *     ├── BlockChanged        an expected ETag no longer holds (412)
  *     ├── Busy                as many of the user's uploads are arriving as the server takes (429)
  *     ├── UserErased          the user was erased while this work ran: it was cancelled (409)
+ *     ├── NoProposal          no pending memory proposal, or a newer one replaced it (404)
+ *     ├── ReviewRunning       a review of the user is running already (409)
  *     ├── Unauthorized        no valid token for the user (401)
  *     │   └── Forbidden       the token is someone else's, or another site (403)
  *     ├── KeysUnavailable     the identity provider's keys could not be fetched
  *     ├── ConfigError         the server has a setting it cannot use
+ *     │   └── NoModel         a review asked of a server without a chat model (501)
  *     ├── ModelError          the server's chat model failed
+ *     │   └── ModelTimeout    a review past the server's deadline (504)
  *     └── StoreError          the database failed, or the server could not be reached
  *         ├── DiskFull        the database's disk is full: nothing was stored
  *         └── MigrationError  the database schema is newer than the server
@@ -88,6 +92,22 @@ export declare class ConfigError extends MemoroError {
     static readonly code: string;
 }
 export declare class ModelError extends MemoroError {
+    static readonly code: string;
+}
+/** The chat model did not finish a memory review within the server's deadline (504). */
+export declare class ModelTimeout extends ModelError {
+    static readonly code: string;
+}
+/** A memory review was asked of a server that has no chat model (501). */
+export declare class NoModel extends ConfigError {
+    static readonly code: string;
+}
+/** The user has no pending memory proposal, or a newer review replaced the one meant (404). */
+export declare class NoProposal extends MemoroError {
+    static readonly code: string;
+}
+/** A review of the user's memory is running already (409). */
+export declare class ReviewRunning extends MemoroError {
     static readonly code: string;
 }
 export declare class StoreError extends MemoroError {

@@ -27,6 +27,8 @@ export interface Request {
     json?: unknown;
     form?: FormData;
     headers?: Record<string, string>;
+    /** This request's own limit; null for none (the server's deadline ends it). */
+    timeoutMs?: number | null;
 }
 export declare class Transport {
     #private;

@@ -45,7 +45,9 @@ export class Transport {
                 method: request.method,
                 headers,
                 body: payload ?? null,
-                signal: AbortSignal.timeout(this.#timeoutMs),
+                signal: request.timeoutMs === null
+                    ? null
+                    : AbortSignal.timeout(request.timeoutMs ?? this.#timeoutMs),
             });
         }
         catch (cause) {

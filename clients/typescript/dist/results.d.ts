@@ -62,10 +62,36 @@ export interface AuditEntry {
     at: Date;
     writer: Writer;
     operation: "write" | "delete";
+    /** "review": the block a memory review proposed (the writer is then the model). */
+    source: "review" | null;
     removedLines: string[];
     addedLines: string[];
     removedCount: number;
     addedCount: number;
+}
+/**
+ * A memory review's proposed block: the user's one pending proposal, made
+ * from the block whose ETag is `basedOn`, with the lines it would remove
+ * and add there. `stale` when the block has changed since (accepting is
+ * then refused); `applied` when the review saved it at once.
+ */
+export interface Proposal {
+    userId: string;
+    block: string;
+    count: number;
+    limit: number;
+    /** Send it back as `expected` to accept this proposal and no newer one. */
+    etag: string;
+    basedOn: string;
+    removed: string[];
+    added: string[];
+    createdAt: Date;
+    /** The past turns the review read. */
+    turnsRead: number;
+    /** Newer-than-reviewed turns it did not read: the older ones, past the server's bound. */
+    turnsUnread: number;
+    stale: boolean;
+    applied: boolean;
 }
 /** One turn's system prompt: the stable part first, the personal block last. */
 export interface SystemPrompt {
@@ -168,6 +194,7 @@ export declare function writeResult(data: Wire["WriteOut"]): WriteResult;
 export declare function deleteResult(data: Wire["DeleteOut"]): DeleteResult;
 export declare function userDeletion(data: Wire["UserDeletionOut"]): UserDeletion;
 export declare function auditEntry(userId: string, data: Wire["AuditOut"]): AuditEntry;
+export declare function proposal(userId: string, data: Wire["ProposalOut"]): Proposal;
 export declare function systemPrompt(data: Wire["PromptOut"]): SystemPrompt;
 export declare function recordedTurn(data: Wire["TurnOut"]): RecordedTurn;
 export declare function searchHits(data: Wire["SearchOut"]): SearchHits;

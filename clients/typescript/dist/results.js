@@ -53,10 +53,28 @@ export function auditEntry(userId, data) {
         at: new Date(data.at),
         writer: data.writer,
         operation: data.operation,
+        source: data.source ?? null,
         removedLines: data.removed_lines,
         addedLines: data.added_lines,
         removedCount: data.removed_count,
         addedCount: data.added_count,
+    };
+}
+export function proposal(userId, data) {
+    return {
+        userId,
+        block: data.block,
+        count: data.count,
+        limit: data.limit,
+        etag: data.etag,
+        basedOn: data.based_on,
+        removed: data.removed,
+        added: data.added,
+        createdAt: new Date(data.created_at),
+        turnsRead: data.turns_read,
+        turnsUnread: data.turns_unread,
+        stale: data.stale,
+        applied: data.applied,
     };
 }
 export function systemPrompt(data) {

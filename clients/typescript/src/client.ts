@@ -14,6 +14,7 @@ import type {
   Conversation,
   DeleteResult,
   ImportStatus,
+  Proposal,
   RecordedTurn,
   SearchHits,
   StoredBlock,
@@ -140,6 +141,64 @@ export class MemoroClient {
       query: { limit },
     });
     return data.map((entry) => read.auditEntry(userId, entry));
+  }
+
+  /**
+   * Have the server's chat model review the user's block against the turns
+   * since the last review: the new pending proposal (with `apply`, the block
+   * saved as the model's review), or null when nothing should change. The
+   * server's own deadline ends it; a failed review changes nothing
+   * (ModelError, ModelTimeout; NoModel when the server has no chat model;
+   * ReviewRunning while another review of the user runs).
+   */
+  async review(userId: string, options: { apply?: boolean } = {}): Promise<Proposal | null> {
+    const data = await this.#json<Json<"/v1/memory/review", "post">>({
+      method: "POST",
+      path: "/v1/memory/review",
+      userId,
+      json: { apply: options.apply ?? false },
+      timeoutMs: null,
+    });
+    return data.proposal ? read.proposal(userId, data.proposal) : null;
+  }
+
+  /** The pending proposal (`stale` when the block changed since), or null. */
+  async proposal(userId: string): Promise<Proposal | null> {
+    const data = await this.#json<Json<"/v1/memory/proposal", "get">>({
+      method: "GET",
+      path: "/v1/memory/proposal",
+      userId,
+    });
+    return data.proposal ? read.proposal(userId, data.proposal) : null;
+  }
+
+  /**
+   * Save the pending proposal through the server's one save, as the
+   * model's review, only if the block is still the one it was made from
+   * (else BlockChanged, and nothing changes: ask for a fresh review). With
+   * `expected` (the proposal's etag), only that proposal (else NoProposal).
+   */
+  async acceptProposal(userId: string, options: { expected?: string } = {}): Promise<WriteResult> {
+    const data = await this.#json<Json<"/v1/memory/proposal/accept", "post">>({
+      method: "POST",
+      path: "/v1/memory/proposal/accept",
+      userId,
+      headers: ifMatch(options.expected),
+    });
+    return read.writeResult(data);
+  }
+
+  /** Drop the pending proposal; false when there was none. */
+  async dismissProposal(userId: string): Promise<boolean> {
+    const response = await this.#http.fetch({
+      method: "DELETE",
+      path: "/v1/memory/proposal",
+      userId,
+    });
+    const data = response.status === 204 ? null : await body(response);
+    if (response.status === 404 && code(data) === "no_proposal") return false;
+    if (!response.ok) throw errorFrom(response.status, data);
+    return true;
   }
 
   /**
@@ -353,6 +412,11 @@ export class MemoroClient {
 
 async function raiseFor(response: Response): Promise<void> {
   if (!response.ok) throw errorFrom(response.status, await body(response));
+}
+
+function code(data: unknown): string | undefined {
+  const error = (data as { error?: { code?: unknown } } | null)?.error;
+  return typeof error?.code === "string" ? error.code : undefined;
 }
 
 function userWriter(writer: Writer, hint = ""): void {

@@ -12,11 +12,15 @@
  *     ├── BlockChanged        an expected ETag no longer holds (412)
  *     ├── Busy                as many of the user's uploads are arriving as the server takes (429)
  *     ├── UserErased          the user was erased while this work ran: it was cancelled (409)
+ *     ├── NoProposal          no pending memory proposal, or a newer one replaced it (404)
+ *     ├── ReviewRunning       a review of the user is running already (409)
  *     ├── Unauthorized        no valid token for the user (401)
  *     │   └── Forbidden       the token is someone else's, or another site (403)
  *     ├── KeysUnavailable     the identity provider's keys could not be fetched
  *     ├── ConfigError         the server has a setting it cannot use
+ *     │   └── NoModel         a review asked of a server without a chat model (501)
  *     ├── ModelError          the server's chat model failed
+ *     │   └── ModelTimeout    a review past the server's deadline (504)
  *     └── StoreError          the database failed, or the server could not be reached
  *         ├── DiskFull        the database's disk is full: nothing was stored
  *         └── MigrationError  the database schema is newer than the server
@@ -113,6 +117,26 @@ export class ModelError extends MemoroError {
   static override readonly code: string = "model_error";
 }
 
+/** The chat model did not finish a memory review within the server's deadline (504). */
+export class ModelTimeout extends ModelError {
+  static override readonly code: string = "model_timeout";
+}
+
+/** A memory review was asked of a server that has no chat model (501). */
+export class NoModel extends ConfigError {
+  static override readonly code: string = "no_model";
+}
+
+/** The user has no pending memory proposal, or a newer review replaced the one meant (404). */
+export class NoProposal extends MemoroError {
+  static override readonly code: string = "no_proposal";
+}
+
+/** A review of the user's memory is running already (409). */
+export class ReviewRunning extends MemoroError {
+  static override readonly code: string = "review_running";
+}
+
 export class StoreError extends MemoroError {
   static override readonly code: string = "store_error";
 }
@@ -140,7 +164,11 @@ const BY_CODE = new Map<string, ErrorClass>(
     Forbidden,
     KeysUnavailable,
     ConfigError,
+    NoModel,
     ModelError,
+    ModelTimeout,
+    NoProposal,
+    ReviewRunning,
     StoreError,
     DiskFull,
     MigrationError,

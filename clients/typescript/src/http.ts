@@ -32,6 +32,8 @@ export interface Request {
   json?: unknown;
   form?: FormData;
   headers?: Record<string, string>;
+  /** This request's own limit; null for none (the server's deadline ends it). */
+  timeoutMs?: number | null;
 }
 
 // lone surrogates cannot travel in a URL: dropped, as the server drops them from text
@@ -77,7 +79,10 @@ export class Transport {
         method: request.method,
         headers,
         body: payload ?? null,
-        signal: AbortSignal.timeout(this.#timeoutMs),
+        signal:
+          request.timeoutMs === null
+            ? null
+            : AbortSignal.timeout(request.timeoutMs ?? this.#timeoutMs),
       });
     } catch (cause) {
       const why = cause instanceof Error ? cause.message : String(cause);

@@ -70,10 +70,37 @@ export interface AuditEntry {
   at: Date;
   writer: Writer;
   operation: "write" | "delete";
+  /** "review": the block a memory review proposed (the writer is then the model). */
+  source: "review" | null;
   removedLines: string[];
   addedLines: string[];
   removedCount: number;
   addedCount: number;
+}
+
+/**
+ * A memory review's proposed block: the user's one pending proposal, made
+ * from the block whose ETag is `basedOn`, with the lines it would remove
+ * and add there. `stale` when the block has changed since (accepting is
+ * then refused); `applied` when the review saved it at once.
+ */
+export interface Proposal {
+  userId: string;
+  block: string;
+  count: number;
+  limit: number;
+  /** Send it back as `expected` to accept this proposal and no newer one. */
+  etag: string;
+  basedOn: string;
+  removed: string[];
+  added: string[];
+  createdAt: Date;
+  /** The past turns the review read. */
+  turnsRead: number;
+  /** Newer-than-reviewed turns it did not read: the older ones, past the server's bound. */
+  turnsUnread: number;
+  stale: boolean;
+  applied: boolean;
 }
 
 /** One turn's system prompt: the stable part first, the personal block last. */
@@ -235,10 +262,29 @@ export function auditEntry(userId: string, data: Wire["AuditOut"]): AuditEntry {
     at: new Date(data.at),
     writer: data.writer,
     operation: data.operation,
+    source: data.source ?? null,
     removedLines: data.removed_lines,
     addedLines: data.added_lines,
     removedCount: data.removed_count,
     addedCount: data.added_count,
+  };
+}
+
+export function proposal(userId: string, data: Wire["ProposalOut"]): Proposal {
+  return {
+    userId,
+    block: data.block,
+    count: data.count,
+    limit: data.limit,
+    etag: data.etag,
+    basedOn: data.based_on,
+    removed: data.removed,
+    added: data.added,
+    createdAt: new Date(data.created_at),
+    turnsRead: data.turns_read,
+    turnsUnread: data.turns_unread,
+    stale: data.stale,
+    applied: data.applied,
   };
 }
 

@@ -2,9 +2,11 @@
 // the server, save with the compare-before-save rule (a change made
 // elsewhere is shown as a line diff before it can be overwritten), Load
 // server copy, Clear all, recent changes, and a check for outside changes
-// whenever the page comes back into focus.
+// whenever the page comes back into focus. A memory review's suggested
+// update is proposal.js's, on the same editor.
 import { call, errorMessage, el } from "./api.js";
 import { charCount, LIMIT } from "./block.js";
+import { initProposal } from "./proposal.js";
 
 const box = document.getElementById("block");
 const count = document.getElementById("count");
@@ -94,7 +96,9 @@ async function loadAudit() {
   document.getElementById("audit-empty").hidden = Boolean(result.data.length);
   for (const entry of result.data) {
     const item = el("li");
-    const who = entry.writer === "user" ? "You" : "The assistant";
+    const who = entry.source === "review"
+      ? "A memory review"
+      : entry.writer === "user" ? "You" : "The assistant";
     const what = entry.operation === "delete"
       ? `cleared everything (${lineCount(entry.removed_count)})`
       : changed(entry.removed_count, entry.added_count);
@@ -170,6 +174,7 @@ async function save() {
   showLines(result.data.removed, result.data.added);
   say(result.data.outcome === "unchanged" ? "No change: this is what was saved already." : "Saved.", "ok");
   loadAudit();
+  proposal.saved();
 }
 
 // Why a save was refused, written for the person at the page (the server's
@@ -194,9 +199,36 @@ async function clearAll() {
   updateCount();
   showLines([], []);
   say("Memory cleared. Nothing is remembered about you now.", "ok");
+  proposal.forget();
   await loadServerCopy();
   loadAudit();
+  proposal.load();  // Clear all drops a suggested update too
 }
+
+// A suggested update was accepted: the server saved it through the same save.
+async function accepted(result) {
+  if (edited()) {  // the box holds the person's own edits: keep them, as for any outside change
+    await conflict(result.block, result.etag);
+    return;
+  }
+  startContent = result.block;
+  startEtag = result.etag;
+  hideConflict();
+  box.value = startContent;
+  updateCount();
+  showLines(result.removed, result.added);
+  say("Accepted: the suggested update is saved.", "ok");
+  loadAudit();
+}
+
+function editText(text) {
+  box.value = text;
+  updateCount();
+  showLines([], []);
+  box.focus();
+}
+
+const proposal = initProposal({ edited, editText, accepted, say });
 
 box.addEventListener("input", () => {
   updateCount();
@@ -204,6 +236,7 @@ box.addEventListener("input", () => {
 });
 saveButton.addEventListener("click", save);
 loadButton.addEventListener("click", async () => {
+  proposal.forget();
   await loadServerCopy();
   showLines([], []);
   say("Loaded the server copy.");
@@ -224,6 +257,7 @@ async function checkOutside() {
   checking = true;
   try {
     const server = await call("GET", "/v1/memory");
+    await proposal.load();  // a review may have suggested an update meanwhile
     if (!server.ok || server.data.block === startContent) return;
     if (!edited()) {
       await loadServerCopy();
@@ -245,4 +279,5 @@ document.getElementById("confirm-no").addEventListener("click", () => clearDialo
 
 await loadServerCopy();
 await loadAudit();
+await proposal.load();
 document.body.dataset.ready = "true";
