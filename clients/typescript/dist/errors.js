@@ -11,6 +11,7 @@
  *     │   └── NotFound        no such import (404)
  *     ├── BlockChanged        an expected ETag no longer holds (412)
  *     ├── Busy                as many of the user's uploads are arriving as the server takes (429)
+ *     ├── UserErased          the user was erased since the epoch sent was given (409)
  *     ├── Unauthorized        no valid token for the user (401)
  *     │   └── Forbidden       the token is someone else's, or another site (403)
  *     ├── KeysUnavailable     the identity provider's keys could not be fetched
@@ -56,6 +57,13 @@ export class NotFound extends InvalidInput {
 export class Busy extends MemoroError {
     static code = "busy";
 }
+/**
+ * The user was erased since the epoch this work sent was given (409): the
+ * turn was not stored, and work begun before the erase should stop.
+ */
+export class UserErased extends MemoroError {
+    static code = "user_erased";
+}
 /** The block is no longer what the caller started from. */
 export class BlockChanged extends MemoroError {
     static code = "block_changed";
@@ -100,6 +108,7 @@ const BY_CODE = new Map([
     TooLarge,
     NotFound,
     Busy,
+    UserErased,
     Unauthorized,
     Forbidden,
     KeysUnavailable,

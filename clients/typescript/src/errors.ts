@@ -11,6 +11,7 @@
  *     │   └── NotFound        no such import (404)
  *     ├── BlockChanged        an expected ETag no longer holds (412)
  *     ├── Busy                as many of the user's uploads are arriving as the server takes (429)
+ *     ├── UserErased          the user was erased since the epoch sent was given (409)
  *     ├── Unauthorized        no valid token for the user (401)
  *     │   └── Forbidden       the token is someone else's, or another site (403)
  *     ├── KeysUnavailable     the identity provider's keys could not be fetched
@@ -63,6 +64,14 @@ export class NotFound extends InvalidInput {
 /** The user already has as many uploads arriving as the server takes at once (429). */
 export class Busy extends MemoroError {
   static override readonly code: string = "busy";
+}
+
+/**
+ * The user was erased since the epoch this work sent was given (409): the
+ * turn was not stored, and work begun before the erase should stop.
+ */
+export class UserErased extends MemoroError {
+  static override readonly code: string = "user_erased";
 }
 
 /** The block is no longer what the caller started from. */
@@ -126,6 +135,7 @@ const BY_CODE = new Map<string, ErrorClass>(
     TooLarge,
     NotFound,
     Busy,
+    UserErased,
     Unauthorized,
     Forbidden,
     KeysUnavailable,

@@ -23,6 +23,7 @@ export {
   TooLarge,
   Unauthorized,
   UnknownTool,
+  UserErased,
 } from "./errors.js";
 export type { ClientOptions, Token } from "./http.js";
 export type {
