@@ -314,15 +314,18 @@ class Memoro(Transfers, Reviews):
         at: datetime | str | None = None,
         key: str | None = None,
         title: str | None = None,
+        epoch: int | None = None,
     ) -> RecordedTurn:
         """Store a finished turn; indexing happens later in the background.
         ``at`` is a datetime or an ISO 8601 string (default: now); ``key``
         makes the call idempotent (imports, a host's retries); ``title``
-        names the conversation (kept as it is when left out). Every input
-        is checked (memoro.inputs) before anything is stored."""
+        names the conversation (kept as it is when left out); ``epoch``
+        (``user_epoch``, taken when work that records many turns began)
+        refuses the turn with UserErased once the user was erased since.
+        Every input is checked (memoro.inputs) before anything is stored."""
         user_id = check_user(user_id)
         turn = checked_turn(NewTurn(conversation_id, question, answer, None, key, title), at)
-        (recorded,) = self.store.record_turns(user_id, [turn])
+        (recorded,) = self.store.record_turns(user_id, [turn], epoch=check_epoch(epoch))
         if recorded.created and self._threaded:
             self.worker.wake()
         return recorded
@@ -567,6 +570,15 @@ class Memoro(Transfers, Reviews):
         if user_id is not None and user_id != "":
             user_id = check_user(user_id)
         return execute(self, user_id or None, name, arguments)
+
+
+def check_epoch(epoch: object) -> int | None:
+    """An epoch as ``user_epoch`` gives it: a whole number, or None."""
+    if epoch is None:
+        return None
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or not 0 <= epoch < 2**63:
+        raise InvalidInput("epoch must be a whole number that user_epoch gave")
+    return epoch
 
 
 def _instructions(instructions: object) -> str:

@@ -21,14 +21,16 @@ import pytest
 from click.testing import CliRunner
 
 from memoro.cli import cli
-from memoro.errors import UserErased
+from memoro.client import MemoroClient
+from memoro.errors import InvalidInput, UserErased
 from memoro.models import NewTurn, UserDeletion
 from memoro.service import Memoro
 from memoro.settings import Settings
 from memoro.store.memory import saved
 from memoro.store.sqlite import SqliteStore
 from memoro.testing import HashEmbedder
-from tests.test_erase import Backend, backend  # noqa: F401 - a fixture
+from tests.test_erase import Backend, backend, token_server  # noqa: F401 - fixtures
+from tests.test_http import SIGNER, client
 from tests.test_store_postgres_roles import roles  # noqa: F401 - a fixture
 from tests.test_store_sqlite import upload
 
@@ -323,3 +325,36 @@ def test_an_import_on_the_app_role_is_cancelled_by_an_erase_on_the_worker_role(
         app.import_turns("ann", turns())
     assert app.list_conversations("ann") == [] and worker.list_conversations("ann") == []
     assert [c.id for c in app.list_conversations("bob")] == ["kept"]
+
+
+def test_over_http_a_turn_of_work_begun_before_the_erase_is_refused(
+    token_server: str,  # noqa: F811 - the fixture imported above
+    web_service: Memoro,
+) -> None:
+    """A remote watcher's path: POST /v1/me/epoch when the work begins, the
+    epoch with each turn; after DELETE /v1/me such a turn is 409 user_erased
+    and stores nothing, on HTTP and through the Python client, while a
+    turn without it, or with a new epoch, is stored at once."""
+    turn = {"conversation": "c", "question": "WOMBAT", "answer": "ok"}
+    with client(token_server, "ann") as ann:
+        epoch = ann.post("/v1/me/epoch").json()["epoch"]
+        assert ann.post("/v1/turns", json={**turn, "epoch": epoch}).status_code == 201
+        assert ann.post("/v1/me/epoch").json() == {"epoch": epoch}  # the same work's
+        with MemoroClient(token_server, SIGNER.issue("ann")) as remote:
+            assert remote.user_epoch("ann") == epoch
+            assert ann.delete("/v1/me").status_code == 200
+            refused = ann.post("/v1/turns", json={**turn, "key": "k", "epoch": epoch})
+            assert refused.status_code == 409, refused.text
+            assert refused.json()["error"]["code"] == "user_erased"
+            with pytest.raises(UserErased, match="ann was erased while this work ran"):
+                remote.record_turn("ann", "c", "WOMBAT", "ok", epoch=epoch)
+            assert web_service.list_conversations("ann") == []
+            for bad in (True, 1.5, -1, "7", 2**63):
+                answer = ann.post("/v1/turns", json={**turn, "epoch": bad})
+                assert answer.status_code == 422, (bad, answer.text)
+            again = remote.user_epoch("ann")  # new work, after the erase
+            assert again != epoch
+            assert remote.record_turn("ann", "c", "a new start", "ok", epoch=again).created
+    with pytest.raises(InvalidInput, match="epoch must be a whole number"):
+        web_service.record_turn("ann", "c", "q", "a", epoch=True)  # type: ignore[arg-type]
+    assert [t.question for t in web_service.conversation_turns("ann", "c")] == ["a new start"]

@@ -8,10 +8,12 @@ SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 from click.testing import CliRunner
 
@@ -23,9 +25,9 @@ from memoro.imports.model import ImportedConversation, Tally
 from memoro.service import Memoro
 from memoro.settings import Settings
 from tests.session_logs import ClaudeCodeSession
-from tests.test_erase import Backend, backend  # noqa: F401 - a fixture
+from tests.test_erase import Backend, backend, token_server  # noqa: F401 - fixtures
 from tests.test_erase_in_flight import nothing_of
-from tests.test_watch import Lines, stored
+from tests.test_watch import SIGNER, Lines, stored
 
 
 def test_a_store_refused_after_the_erase_keeps_nothing_the_watch_had_read(
@@ -90,7 +92,7 @@ def test_memoro_user_delete_stops_a_running_watch_of_that_user(
     logs = tmp_path / "projects"
     logs.mkdir()
     session = ClaudeCodeSession(logs / "s.jsonl")
-    env = {**backend.env, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, **backend.env, "PYTHONUNBUFFERED": "1"}
     watching = [sys.executable, "-m", "memoro", "watch", str(logs), "-u", "ann"]
     bob = subprocess.Popen(  # another user's watch of the same logs goes on
         [*watching[:-1], "bob", "--interval", "0.2"],
@@ -138,3 +140,42 @@ def test_memoro_user_delete_stops_a_running_watch_of_that_user(
     assert len(list((backend.tmp_path / "watch").iterdir())) == 1  # bob's state alone
     with Memoro(backend.open(), Settings(home=tmp_path), embedder=None, worker=False) as memoro:
         assert [q for q, _ in stored(memoro, "bob")] == ["Question 0", "Question 1"]
+
+
+def test_an_erase_on_the_server_stops_a_watch_sending_to_it(
+    token_server: str,  # noqa: F811 - the fixture imported above
+    web_service: Memoro,
+    tmp_path: Path,
+) -> None:
+    """`memoro watch --server`: the watch takes the user's epoch from the
+    server when it starts and sends it with each turn, so the server
+    refuses the first turn after DELETE /v1/me; the watch stops as above."""
+    logs, home = tmp_path / "projects", tmp_path / "home"
+    logs.mkdir()
+    session = ClaudeCodeSession(logs / "s.jsonl")
+    env = {**os.environ, "MEMORO_HOME": str(home), "PYTHONUNBUFFERED": "1"}
+    command = [sys.executable, "-m", "memoro", "watch", str(logs), "-u", "ann", "--interval", "0.2"]
+    command += ["--server", token_server, "--token", SIGNER.issue("ann")]
+    ann = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert ann.stdout and ann.stderr
+    out, err = Lines(ann.stdout), Lines(ann.stderr)
+    try:
+        assert "Following" in err.next()
+        session.write(session.turn("Question 0", ["Answer 0"]))
+        assert "1 new turn" in out.next()
+        erased = httpx.delete(
+            f"{token_server}/v1/me", headers={"Authorization": f"Bearer {SIGNER.issue('ann')}"}
+        )
+        assert erased.status_code == 200 and erased.json()["turns"] == 1
+        session.write(session.turn("Question 1", ["Answer 1"]))
+        assert ann.wait(60) == ERASED_EXIT
+        assert "ann was erased; stopping" in err.next()
+    finally:
+        ann.terminate()
+        ann.wait(30)
+        out.close()
+        err.close()
+    assert web_service.list_conversations("ann") == []
+    assert list((home / "watch").iterdir()) == []  # its state went with the erase

@@ -123,8 +123,7 @@ def watch(
     if server:
         client = MemoroClient(server, token or None)
         ctx.call_on_close(client.close)
-        _check_server(client, user)
-        store = remote_store(client, user)
+        store = remote_store(client, user, _check_server(client, user))
     else:
         # indexed as they come by this process's worker thread (MEMORO_WORKER);
         # --once indexes its user's turns before it exits, as memoro import does
@@ -262,18 +261,20 @@ def _follow(
 
 
 def _not_known() -> None:
-    """Into a server, an erase there is not known here (docs/imports.md)."""
+    """Into a server, an erase there is learnt when it refuses the next turn."""
 
 
-def _check_server(client: MemoroClient, user: str) -> None:
-    """Refuse at once a token that is not the user's; a server not up yet
-    is tried again with every look."""
+def _check_server(client: MemoroClient, user: str) -> int | None:
+    """Refuse at once a token that is not the user's, and take the user's
+    epoch; a server not up yet is tried again with every look (None)."""
     try:
         client.list_conversations(user, limit=1)
+        return client.user_epoch(user)
     except (InvalidInput, Unauthorized) as exc:
         raise click.ClickException(f"the server refused the token: {exc}") from None
     except StoreError as exc:
         click.echo(f"{_now()}  {exc}; trying again", err=True)
+        return None
 
 
 def local_store(memoro: Memoro, user: str, epoch: int) -> Store:
@@ -283,11 +284,16 @@ def local_store(memoro: Memoro, user: str, epoch: int) -> Store:
     return store
 
 
-def remote_store(client: MemoroClient, user: str) -> Store:
+def remote_store(client: MemoroClient, user: str, began: int | None = None) -> Store:
     """Each turn sent as a finished turn (POST /v1/turns) with its key, so
-    a turn sent again is stored once."""
+    a turn sent again is stored once, and with the user's epoch (taken at
+    start, or at the first store if the server was not up), so an erase on
+    the server refuses the rest."""
+    epoch = [] if began is None else [began]
 
     def store(conversations: list[ImportedConversation], tally: Tally) -> None:
+        if not epoch:
+            epoch.append(client.user_epoch(user))
         for conversation in conversations:
             for turn in conversation.turns:
                 tally.turns += 1
@@ -300,6 +306,7 @@ def remote_store(client: MemoroClient, user: str) -> Store:
                         at=turn.at,
                         key=turn.key,
                         title=conversation.title,
+                        epoch=epoch[0],
                     )
                 except InvalidInput as exc:
                     tally.fail(f"{conversation.id}: {turn.key}", str(exc))

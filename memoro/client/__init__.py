@@ -110,12 +110,16 @@ class MemoroClient:
         at: datetime | str | None = None,
         key: str | None = None,
         title: str | None = None,
+        epoch: int | None = None,
     ) -> RecordedTurn:
         """Store a finished turn; the server indexes it in the background.
         ``key`` makes the call idempotent (a retry stores nothing new);
-        ``title`` names the conversation."""
+        ``title`` names the conversation; with ``epoch`` (``user_epoch``)
+        it raises UserErased once the user was erased since."""
         return self._send(
-            self._calls.record_turn(user_id, conversation_id, question, answer, at, key, title)
+            self._calls.record_turn(
+                user_id, conversation_id, question, answer, at, key, title, epoch
+            )
         )
 
     def search(
@@ -159,6 +163,11 @@ class MemoroClient:
     def delete_user(self, user_id: str) -> UserDeletion:
         """Erase everything the server holds for the user (DELETE /v1/me)."""
         return self._send(self._calls.delete_user(user_id))
+
+    def user_epoch(self, user_id: str) -> int:
+        """The user's epoch (POST /v1/me/epoch), for work that records many
+        turns over time: pass it to each ``record_turn``."""
+        return self._send(self._calls.user_epoch(user_id))
 
     def execute_tool(
         self, user_id: str | None, name: str, arguments: Mapping[str, Any] | str | None
@@ -259,9 +268,12 @@ class AsyncMemoroClient:
         at: datetime | str | None = None,
         key: str | None = None,
         title: str | None = None,
+        epoch: int | None = None,
     ) -> RecordedTurn:
         return await self._send(
-            self._calls.record_turn(user_id, conversation_id, question, answer, at, key, title)
+            self._calls.record_turn(
+                user_id, conversation_id, question, answer, at, key, title, epoch
+            )
         )
 
     async def search(
@@ -296,6 +308,9 @@ class AsyncMemoroClient:
 
     async def delete_user(self, user_id: str) -> UserDeletion:
         return await self._send(self._calls.delete_user(user_id))
+
+    async def user_epoch(self, user_id: str) -> int:
+        return await self._send(self._calls.user_epoch(user_id))
 
     async def execute_tool(
         self, user_id: str | None, name: str, arguments: Mapping[str, Any] | str | None

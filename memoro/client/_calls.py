@@ -268,8 +268,9 @@ class Calls:
         at: datetime | str | None,
         key: str | None,
         title: str | None = None,
+        epoch: int | None = None,
     ) -> Call[RecordedTurn]:
-        body = {
+        body: dict[str, object] = {
             "conversation": conversation_id,
             "question": question,
             "answer": answer,
@@ -278,6 +279,8 @@ class Calls:
         }
         if title is not None:
             body["title"] = title
+        if epoch is not None:
+            body["epoch"] = epoch
 
         def read(response: httpx.Response) -> RecordedTurn:
             data = _json(response)
@@ -351,6 +354,12 @@ class Calls:
             return True
 
         return Call("DELETE", _conversation(conversation_id), user_id, read)
+
+    def user_epoch(self, user_id: str) -> Call[int]:
+        def read(response: httpx.Response) -> int:
+            return int(_json(response)["epoch"])
+
+        return Call("POST", "/v1/me/epoch", user_id, read)
 
     def delete_user(self, user_id: str) -> Call[UserDeletion]:
         def read(response: httpx.Response) -> UserDeletion:

@@ -229,6 +229,22 @@ class TurnIn(BaseModel):
         " an imported session's; left out or blank, the title stays as it is. White space is"
         f" folded to single spaces and at most {MAX_TITLE} characters are kept.",
     )
+    epoch: int | None = Field(
+        default=None,
+        strict=True,
+        ge=0,
+        lt=2**63,
+        description="For work that records many turns over time (a watcher of session logs):"
+        " the epoch POST /v1/me/epoch gave when it began. Once you have been erased since"
+        " (DELETE /v1/me), the turn is refused with 409 user_erased and nothing is stored.",
+    )
+
+
+class EpochOut(BaseModel):
+    epoch: int = Field(
+        description="Send it with each turn of the work (POST /v1/turns): once you are erased"
+        " the turn is refused with 409 user_erased."
+    )
 
 
 class TurnOut(BaseModel):
@@ -372,6 +388,19 @@ def delete_me(user: User, memoro: Service) -> Any:
     return memoro.delete_user(user).to_json()
 
 
+@router.post(
+    "/me/epoch",
+    response_model=EpochOut,
+    summary="Begin work that erasing me cancels",
+    description="For work that records your turns over a long time (memoro watch into a"
+    " server): send the epoch with each turn. DELETE /v1/me ends it, so turns of work begun"
+    " before an erase are refused (409) instead of bringing anything back; work begun"
+    " after the erase takes a new epoch.",
+)
+def my_epoch(user: User, memoro: Service) -> EpochOut:
+    return EpochOut(epoch=memoro.user_epoch(user))
+
+
 @router.get("/memory/audit", response_model=list[AuditOut], summary="Recent writes and deletes")
 def audit(
     user: User, memoro: Service, limit: Annotated[int, Query(ge=1, le=1000), Digits] = 50
@@ -417,6 +446,11 @@ async def prompt(
             "description": "This user already has a turn with this key: that turn, unchanged"
             " (created: false).",
         },
+        409: {
+            "model": ErrorOut,
+            "description": "user_erased: you were erased since the epoch sent was given;"
+            " nothing was stored.",
+        },
     },
 )
 def record_turn(body: TurnIn, user: User, memoro: Service, response: Response) -> TurnOut:
@@ -428,6 +462,7 @@ def record_turn(body: TurnIn, user: User, memoro: Service, response: Response) -
         at=body.at,
         key=body.key,
         title=body.title,
+        epoch=body.epoch,
     )
     if not recorded.created:
         response.status_code = 200

@@ -11,7 +11,7 @@
  *     │   └── NotFound        no such import (404)
  *     ├── BlockChanged        an expected ETag no longer holds (412)
  *     ├── Busy                as many of the user's uploads are arriving as the server takes (429)
- *     ├── UserErased          the user was erased while this work ran: it was cancelled (409)
+ *     ├── UserErased          the user was erased since this work began: it stores nothing more (409)
  *     ├── NoProposal          no pending memory proposal, or a newer one replaced it (404)
  *     ├── ReviewRunning       a review of the user is running already (409)
  *     ├── Unauthorized        no valid token for the user (401)
@@ -61,8 +61,9 @@ export declare class Busy extends MemoroError {
     static readonly code: string;
 }
 /**
- * The user was erased after this work began (an import): it was cancelled
- * and stores nothing more (409). Work started after the erase is not affected.
+ * The user was erased after this work began (an import, or a watcher's
+ * turns sent with an epoch): the work is cancelled and stores nothing more
+ * (409). Work started after the erase is not affected.
  */
 export declare class UserErased extends MemoroError {
     static readonly code: string;

@@ -27,6 +27,7 @@ import {
   TooLarge,
   Unauthorized,
   UnknownTool,
+  UserErased,
 } from "memoro";
 
 import { newUser, PYTHON, testServer } from "./server.js";
@@ -135,6 +136,7 @@ test("the envelope's code chooses the error, else the status does", () => {
     [404, { error: { code: "unknown_tool", message: "m" } }, UnknownTool],
     [413, { error: { code: "too_large", message: "m" } }, TooLarge],
     [404, { error: { code: "not_found", message: "m" } }, NotFound],
+    [409, { error: { code: "user_erased", message: "m" } }, UserErased],
     [401, { error: { code: "unauthorized", message: "m" } }, Unauthorized],
     [403, { error: { code: "forbidden", message: "m" } }, Forbidden],
     [503, { error: { code: "keys_unavailable", message: "m" } }, KeysUnavailable],

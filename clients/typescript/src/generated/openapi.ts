@@ -206,6 +206,26 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/me/epoch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Begin work that erasing me cancels
+         * @description For work that records your turns over a long time (memoro watch into a server): send the epoch with each turn. DELETE /v1/me ends it, so turns of work begun before an erase are refused (409) instead of bringing anything back; work begun after the erase takes a new epoch.
+         */
+        post: operations["my_epoch_v1_me_epoch_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/memory": {
         parameters: {
             query?: never;
@@ -511,6 +531,14 @@ export type components = {
             deleted: boolean;
             /** Removed Count */
             removed_count: number;
+        };
+        /** EpochOut */
+        EpochOut: {
+            /**
+             * Epoch
+             * @description Send it with each turn of the work (POST /v1/turns): once you are erased the turn is refused with 409 user_erased.
+             */
+            epoch: number;
         };
         /** ErrorDetail */
         ErrorDetail: {
@@ -869,6 +897,11 @@ export type components = {
              * @description A conversation id: 1–255 characters, not only whitespace, no control characters or lone surrogates, not '.' or '..'.
              */
             conversation: string;
+            /**
+             * Epoch
+             * @description For work that records many turns over time (a watcher of session logs): the epoch POST /v1/me/epoch gave when it began. Once you have been erased since (DELETE /v1/me), the turn is refused with 409 user_erased and nothing is stored.
+             */
+            epoch?: number | null;
             /**
              * Key
              * @description An idempotency key of the host's choosing (e.g. its message id): a turn sent again with a key this user already has is stored once: the answer is then 200 with the stored turn and created: false.
@@ -1582,6 +1615,80 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UserDeletionOut"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unsupported Media Type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    my_epoch_v1_me_epoch_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EpochOut"];
                 };
             };
             /** @description Bad Request */
@@ -2705,6 +2812,15 @@ export interface operations {
             };
             /** @description Forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description user_erased: you were erased since the epoch sent was given; nothing was stored. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
