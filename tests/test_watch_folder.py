@@ -130,10 +130,13 @@ def test_a_line_still_being_written_past_the_limit_is_passed_over_once_it_ends(
             file.write(b'{"type": "user", "junk": "' + b"x" * (MAX_LINE_BYTES + 10))
         (found,) = follow(memoro, "ann", follower)  # passed over so far, not held
         assert found.tally.failed == 1
+        os.utime(path)  # changed, nothing written: still inside that line
+        assert [f.tally.failed for f in follow(memoro, "ann", follower)] in ([], [0])
         with path.open("ab") as file:
             file.write(b"x" * 2**20 + b'"}\n')
         session.write(session.turn("Second", ["Two."]))
-        follow(memoro, "ann", follower)
+        (found,) = follow(memoro, "ann", follower)
+        assert found.tally.failed == 0  # its end was passed over too, not read as a line
     assert [q for q, _ in stored(memoro, "ann")] == ["First", "Second"]
 
 

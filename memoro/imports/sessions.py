@@ -305,18 +305,18 @@ def feed_stream(
     """Feed ``log`` the complete lines of ``stream`` (numbered from
     ``first``), up to about ``budget`` bytes. A line longer than
     ``MAX_LINE_BYTES`` is passed over and counted as a problem."""
-    fed = Fed()
+    fed = Fed(skipping=skipping)  # nothing more written yet: still inside that line
     number = first - 1
     for raw in read_lines(stream, skipping=skipping):
         if isinstance(raw, Overlong):
             fed.read += raw.size
+            fed.skipping = not raw.ended
             if raw.start:
                 tally.fail(
                     f"{log.name}:{number + 1}",
                     f"a line longer than {MAX_LINE_BYTES // 2**20} MiB, passed over",
                 )
             if not raw.ended:
-                fed.skipping = True
                 return fed
             fed.lines += 1
             number += 1
