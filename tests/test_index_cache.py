@@ -16,6 +16,7 @@ from memoro.service import Memoro
 from memoro.settings import Settings
 from memoro.store.memory import bm25
 from memoro.store.memory.budget import Budget
+from memoro.store.memory.source import Since
 from memoro.store.memory.vectors import Quantized, Scorer, _Groups
 from memoro.store.sqlite import SqliteStore
 from memoro.testing import HashEmbedder
@@ -313,4 +314,33 @@ def test_merged_postings_keep_each_terms_chunks_in_order_so_coverage_is_exact(
         assert store.keyword_search("u1", query, 10).coverage == pytest.approx(
             fresh.keyword_search("u1", query, 10).coverage
         )
+    fresh.close()
+
+
+def test_what_two_searches_read_since_the_index_was_cached_is_added_once(
+    service: Memoro,
+) -> None:
+    """Two searches at once can read the same newly indexed chunks; the
+    second to add them finds them there and adds nothing."""
+    store = service.store
+    assert isinstance(store, SqliteStore)
+    model = HashEmbedder().model_id
+    service.search("u1", "heron")
+    index, entry = store.keywords.cached("u1"), store.vectors.cached("u1", model)
+    assert index is not None and entry is not None
+    since = Since(index.max_chunk, model, entry.max_id)
+    service.record_turn("u1", "c9", "a heron again", "late")
+    service.index_pending()
+    found = store._changes("u1", since)
+    assert len(found.chunks.ids) == 1 and sum(len(v.ids) for v in found.vectors) == 1
+    for _ in range(2):
+        assert store.keywords.take("u1", index, found) is not None
+        assert store.vectors.take("u1", model, entry, found) is not None
+    fresh = SqliteStore(store.path)
+    assert sorted(index.chunk.tolist()) == sorted(fresh.keywords._fresh("u1").chunk.tolist())
+    assert store.keyword_search("u1", "heron again", 50) == fresh.keyword_search(
+        "u1", "heron again", 50
+    )
+    query = HashEmbedder().embed_query("heron again")
+    assert store.semantic("u1", model, query).top(50) == fresh.semantic("u1", model, query).top(50)
     fresh.close()

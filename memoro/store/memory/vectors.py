@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from memoro.store.memory import saved
 from memoro.store.memory.budget import Budget, bulk_load, give_back_memory
-from memoro.store.memory.source import Snapshot, VectorRows
+from memoro.store.memory.source import Changes, Snapshot, VectorRows
 
 log = logging.getLogger("memoro.store")
 
@@ -408,27 +408,62 @@ class VectorCache:
                     entry.restore(arrays)
                     del arrays
             with bulk_load() if entry.max_id == 0 else nullcontext():
-                parts = [
-                    (batch.ids, batch.chunks, batch.turns, Quantized.of(batch.vectors))
-                    for batch in self._batches(rows, model, entry.max_id)
-                ]
-            if parts:
-                self._append(entry, parts)
-                many = len(parts) > 1
-                del parts  # the batches' arrays, before trimming
-                if many:
-                    give_back_memory()
-            n = len(entry.row_chunk)
-            grown = n >= saved.SAVE_MIN and n - entry.saved_rows > entry.saved_rows // 10
-            if grown:
-                entry.saved_rows = n
+                grown = self._grow(entry, self._batches(rows, model, entry.max_id))
         return generation, entry, grown
 
     @staticmethod
     def _batches(rows: Snapshot, model: str, after: int) -> Iterable[VectorRows]:
-        for batch in rows.vectors(model, after):
+        """The vectors ``rows`` holds from ``model`` with ids above ``after``."""
+        return rows.vectors(model, after)
+
+    def _grow(self, entry: _UserVectors, batches: Iterable[VectorRows]) -> bool:
+        """Add the vectors of ``batches`` the entry does not hold yet (held
+        under its lock); whether a large user's grew enough for a new copy."""
+        parts = []
+        for batch in batches:
+            if len(batch.ids) and batch.ids[0] <= entry.max_id:
+                keep = batch.ids > entry.max_id
+                batch = VectorRows(
+                    batch.ids[keep], batch.chunks[keep], batch.turns[keep], batch.vectors[keep]
+                )
             if len(batch.ids):
-                yield batch
+                parts.append((batch.ids, batch.chunks, batch.turns, Quantized.of(batch.vectors)))
+        if parts:
+            self._append(entry, parts)
+            many = len(parts) > 1
+            del parts  # the batches' arrays, before trimming
+            if many:
+                give_back_memory()
+        n = len(entry.row_chunk)
+        grown = n >= saved.SAVE_MIN and n - entry.saved_rows > entry.saved_rows // 10
+        if grown:
+            entry.saved_rows = n
+        return grown
+
+    def cached(self, user_id: str, model: str) -> _UserVectors | None:
+        """The user's vectors from ``model`` if they are loaded here."""
+        with self._lock:
+            entry = self._entries.get((user_id, model))
+        return entry if entry is not None and entry.loaded else None
+
+    def take(
+        self, user_id: str, model: str, entry: _UserVectors, found: Changes
+    ) -> VectorReading | None:
+        """Bring the cached ``entry`` up to date with ``found`` (read since
+        it); None when the user's generation moved, or the entry is no
+        longer the cached one: it must be read again (``current``)."""
+        self._model = model
+        with self._lock:
+            if self._entries.get((user_id, model)) is not entry:
+                return None
+        with entry.lock:
+            if entry.generation != found.generation:
+                return None
+            grown = self._grow(entry, found.vectors)
+            if entry.rows.coarse.shape[0] and entry.groups is None:
+                entry.groups = self._group(entry)
+            groups = entry.groups
+        return VectorReading(entry, groups, found.generation, grown)
 
     def _charge(self, user_id: str, model: str, entry: _UserVectors) -> None:
         key = (user_id, model)
