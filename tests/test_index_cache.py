@@ -14,9 +14,10 @@ import pytest
 from memoro.errors import ConfigError
 from memoro.service import Memoro
 from memoro.settings import Settings
-from memoro.store.memory import bm25
+from memoro.store.memory import bm25, int8, vectors
 from memoro.store.memory.budget import Budget
-from memoro.store.memory.vectors import Quantized, Scorer, _Groups
+from memoro.store.memory.source import Since
+from memoro.store.memory.vectors import Quantized, Rows, Scorer, _Groups
 from memoro.store.sqlite import SqliteStore
 from memoro.testing import HashEmbedder
 
@@ -243,7 +244,7 @@ def scorer(rows: np.ndarray, row_chunk: np.ndarray, query: np.ndarray) -> Scorer
     start = np.flatnonzero(np.diff(row_chunk, prepend=-1))
     quantized = Quantized.of(rows)
     groups = _Groups(
-        quantized,
+        Rows.of(quantized),
         start,
         row_chunk[start],
         row_chunk[start] * 10,  # the turn of each chunk
@@ -252,8 +253,15 @@ def scorer(rows: np.ndarray, row_chunk: np.ndarray, query: np.ndarray) -> Scorer
     return Scorer(groups, query)
 
 
+@pytest.mark.parametrize("segment", [vectors.SEGMENT, 700])
 @pytest.mark.parametrize("seed", range(5))
-def test_compact_vectors_rank_the_top_chunks_exactly_as_float32_does(seed: int) -> None:
+def test_compact_vectors_rank_the_top_chunks_exactly_as_float32_does(
+    seed: int, segment: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Also with most rows sealed (700 a segment here), whose coarse scores
+    come from the query in integers: their bound widens by as much, and the
+    top chunks are still exactly float32's."""
+    monkeypatch.setattr(vectors, "SEGMENT", segment)
     rows, row_chunk = near_ties(seed, 3000, 96)
     query = rows[7] + 1e-3 * np.random.default_rng(seed + 100).standard_normal(96)
     query = (query / np.linalg.norm(query)).astype(np.float32)
@@ -314,3 +322,67 @@ def test_merged_postings_keep_each_terms_chunks_in_order_so_coverage_is_exact(
             fresh.keyword_search("u1", query, 10).coverage
         )
     fresh.close()
+
+
+def test_what_two_searches_read_since_the_index_was_cached_is_added_once(
+    service: Memoro,
+) -> None:
+    """Two searches at once can read the same newly indexed chunks; the
+    second to add them finds them there and adds nothing."""
+    store = service.store
+    assert isinstance(store, SqliteStore)
+    model = HashEmbedder().model_id
+    service.search("u1", "heron")
+    index, entry = store.keywords.cached("u1"), store.vectors.cached("u1", model)
+    assert index is not None and entry is not None
+    since = Since(index.max_chunk, model, entry.max_id)
+    service.record_turn("u1", "c9", "a heron again", "late")
+    service.index_pending()
+    found = store._changes("u1", since)
+    assert len(found.chunks.ids) == 1 and sum(len(v.ids) for v in found.vectors) == 1
+    for _ in range(2):
+        assert store.keywords.take("u1", index, found) is not None
+        assert store.vectors.take("u1", model, entry, found) is not None
+    fresh = SqliteStore(store.path)
+    assert sorted(index.chunk.tolist()) == sorted(fresh.keywords._fresh("u1").chunk.tolist())
+    assert store.keyword_search("u1", "heron again", 50) == fresh.keyword_search(
+        "u1", "heron again", 50
+    )
+    query = HashEmbedder().embed_query("heron again")
+    assert store.semantic("u1", model, query).top(50) == fresh.semantic("u1", model, query).top(50)
+    fresh.close()
+
+
+def test_the_int8_products_graph_is_the_one_onnx_builds() -> None:
+    """The scan's ONNX graph is kept serialized (building it imports the
+    ``onnx`` package, seconds); it must be what ``onnx`` builds."""
+    assert int8.graph() == int8.GRAPH
+
+
+def test_sealed_rows_score_as_the_rows_they_were_and_their_copy_saves_them_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rows sealed a segment at a time — loaded at once or added a few at a
+    time — keep every value: their fine scores are those of the same rows
+    unsealed (within 1e-6), and ``full`` gives back every row."""
+    monkeypatch.setattr(vectors, "SEGMENT", 100)
+    rng = np.random.default_rng(3)
+    rows = rng.standard_normal((437, 64)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1)[:, None]
+    whole = Quantized.of(rows)
+    grown = Rows.of(Quantized.of(rows[:30]))
+    for a in range(30, 437, 61):
+        grown = grown.extend(Quantized.of(rows[a : a + 61]))
+    for sealed in (Rows.of(whole), grown):
+        assert len(sealed.sealed) == 4 and len(sealed) == 437
+        back = sealed.full()
+        for name in ("coarse", "fine", "scale", "fine_scale", "error"):
+            assert np.array_equal(getattr(back, name), getattr(whole, name))
+        query = rows[11]
+        coarse, extra = sealed.coarse_scores(query)
+        assert extra is not None and float(extra.max()) < 1e-5
+        assert np.allclose(coarse, whole.coarse_scores(query), atol=1e-6)
+        picked = np.array([0, 5, 99, 100, 250, 399, 400, 436])
+        assert np.allclose(
+            sealed.fine_scores(picked, query, coarse), whole.fine_scores(picked, query), atol=1e-6
+        )

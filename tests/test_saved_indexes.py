@@ -30,10 +30,12 @@ def opener(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Callable[[], Memoro]]:
     """Opens the service on one database, as many times as a test likes
-    (each a server starting); a user of 40 chunks counts as large, and a
-    copy is stored in parts of 4 KB (of 4 MB in earnest)."""
+    (each a server starting); a user of 40 chunks counts as large, a copy
+    is stored in parts of 4 KB (of 4 MB in earnest), and vectors are sealed
+    16 at a time (``vectors.SEGMENT``), as a large user's are."""
     monkeypatch.setattr(saved, "SAVE_MIN", 40)
     monkeypatch.setattr(saved, "PART_BYTES", 4096)
+    monkeypatch.setattr(vectors, "SEGMENT", 16)
     if request.param == "sqlite":
 
         def store() -> Any:

@@ -702,6 +702,16 @@ def test_a_servers_in_memory_index_follows_what_other_processes_write(
     assert 1 not in {t for _, t, _ in server.keyword_search("ann", "heron", 200)}
     top = server.semantic("ann", embedder.model_id, embedder.embed_query("heron nests lake"))
     assert 1 not in {t for _, t, _ in top.top(200)} and len(top.top(200)) == 80
+
+    # what was indexed since a search read the vectors comes in one round
+    # trip (pgvector's binary form): the same scores as a server reading all
+    writer.record_turns("ann", [NewTurn("c9", "a late heron", "seen")])
+    Worker(writer, embedder, name="w").run_until_idle()
+    query = embedder.embed_query("a late heron")
+    fresh = PostgresStore(url)
+    late = server.semantic("ann", embedder.model_id, query).top(200)
+    assert len(late) == 81 and late == fresh.semantic("ann", embedder.model_id, query).top(200)
+    fresh.close()
     server.close()
     writer.close()
 

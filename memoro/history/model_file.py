@@ -23,6 +23,7 @@ from pathlib import Path
 import platformdirs
 
 from memoro.errors import ConfigError
+from memoro.store.memory.int8 import offline_runtime as offline_runtime
 
 log = logging.getLogger("memoro.model")
 
@@ -123,15 +124,6 @@ def _locked(lock_path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def offline_runtime() -> None:
-    """Keep ONNX Runtime from its usage telemetry (1.32 sends it on Linux and
-    writes a device id under the user's cache at import): memoro works
-    offline. Call before the first import of onnxruntime; a value the
-    person set is kept."""
-    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")  # its name in 1.32
-    os.environ.setdefault("ORT_TELEMETRY_DISABLED", "1")  # and in later releases
 
 
 def _build(weights_dir: Path, variant: str, scratch: Path) -> bytes:

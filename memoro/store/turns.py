@@ -191,6 +191,14 @@ class SqlTurns(SqlQueue):
     def turns_between(
         self, user_id: str, after: datetime | None, before: datetime | None
     ) -> list[int]:
+        sql, params = self._turns_between(user_id, after, before)
+        with self._read(user_id) as conn:
+            return [r["id"] for r in conn.execute(sql, params).fetchall()]
+
+    def _turns_between(
+        self, user_id: str, after: datetime | None, before: datetime | None
+    ) -> tuple[str, list[object]]:
+        """The query of ``turns_between`` (``?`` placeholders) and its parameters."""
         d = self.dialect
         where = " WHERE user_id = ?"
         params: list[object] = [user_id]
@@ -200,9 +208,7 @@ class SqlTurns(SqlQueue):
         if before is not None:
             where += " AND at < ?"
             params.append(d.time(before))
-        with self._read(user_id) as conn:
-            rows = conn.execute("SELECT id FROM turns" + where + " ORDER BY id", params)
-            return [r["id"] for r in rows.fetchall()]
+        return "SELECT id FROM turns" + where + " ORDER BY id", params
 
     def conversation_turns(self, user_id: str, conversation_id: str) -> list[Turn]:
         with self._read(user_id) as conn:

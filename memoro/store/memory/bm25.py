@@ -32,7 +32,7 @@ from memoro.store.base import KeywordHits, TurnContext
 from memoro.store.keywords import K1, B, Query
 from memoro.store.memory import saved
 from memoro.store.memory.budget import Budget, bulk_load, give_back_memory
-from memoro.store.memory.source import ChunkRows, Snapshot
+from memoro.store.memory.source import Changes, ChunkRows, Snapshot
 
 TAIL_LIMIT = 2000
 KIND = "keywords"
@@ -538,6 +538,28 @@ class KeywordIndex:
             large = loaded and len(index.chunk) >= ALONGSIDE
         return Reading(index, generation, alongside, large, rebuilt)
 
+    def cached(self, user_id: str) -> _UserIndex | None:
+        """The user's index if it is loaded here (its up-to-date-ness
+        unknown)."""
+        with self._lock:
+            index = self._users.get(user_id)
+        return index if index is not None and index.max_chunk > 0 else None
+
+    def take(self, user_id: str, index: _UserIndex, found: Changes) -> Reading | None:
+        """Bring the cached ``index`` up to date with ``found`` (read since
+        it); None when the user's generation moved, or the index is no
+        longer the cached one: it must be read again (``current``)."""
+        with self._lock:
+            if self._users.get(user_id) is not index:
+                return None
+        with index.lock:
+            if index.generation != found.generation:
+                return None
+            before = index.merged
+            self._add_new(index, found.chunks)
+            rebuilt = index.merged != before and index.merged >= saved.SAVE_MIN
+        return Reading(index, found.generation, None, False, rebuilt)
+
     def done(self, user_id: str, reading: Reading) -> _UserIndex:
         """After ``current``, holding no connection: wait for the vectors
         loading alongside (their load needs a connection of its own, and
@@ -604,7 +626,14 @@ class KeywordIndex:
     @staticmethod
     def _refresh(rows: Snapshot, index: _UserIndex) -> None:
         """Add the chunks indexed since the last look."""
-        new = rows.new_chunks(index.max_chunk)
+        KeywordIndex._add_new(index, rows.new_chunks(index.max_chunk))
+
+    @staticmethod
+    def _add_new(index: _UserIndex, new: ChunkRows) -> None:
+        """Add ``new`` chunks, those the index does not hold yet (another
+        search may have added some since they were read)."""
+        if new.ids and new.ids[0] <= index.max_chunk:
+            new = _pick(new, [i for i, c in enumerate(new.ids) if c > index.max_chunk])
         if not new.ids:
             return
         conversations = index.conversations

@@ -13,10 +13,11 @@ import numpy.typing as npt
 
 from memoro.store.base import KeywordHits, TurnContext
 from memoro.store.keywords import query
-from memoro.store.memory.bm25 import KeywordIndex, _UserIndex
+from memoro.store.memory import source
+from memoro.store.memory.bm25 import KeywordIndex, Reading, _UserIndex
 from memoro.store.memory.budget import Budget
 from memoro.store.memory.saved import Keep, Saver
-from memoro.store.memory.source import Snapshot
+from memoro.store.memory.source import Changes, Since, Snapshot
 from memoro.store.memory.vectors import Scorer, VectorCache, VectorReading, _Groups
 
 
@@ -49,17 +50,28 @@ class IndexedSearch:
     keywords: KeywordIndex
 
     def _open_indexes(
-        self, read: Callable[[str], AbstractContextManager[Snapshot]], cache_mb: int, keep: Keep
+        self,
+        read: Callable[[str], AbstractContextManager[Snapshot]],
+        cache_mb: int,
+        keep: Keep,
+        changes: Callable[[str, Since], Changes] | None = None,
     ) -> None:
         """The caches over ``read`` (one consistent read of a user), within
-        ``cache_mb`` MB, saving large users' copies through ``keep``."""
+        ``cache_mb`` MB, saving large users' copies through ``keep``;
+        ``changes`` reads what a cached user gained since (by default
+        through ``read``; a backend may do it in one round trip)."""
         self._read_user = read
+        self._changes = changes or self._changes_through_read
         self.budget = Budget(cache_mb << 20)
         self.saver = Saver(keep)
         self.vectors = VectorCache(read, self.budget, self.saver)
         self.keywords = KeywordIndex(
             read, self.budget, on_load=self.vectors.prefetch, saver=self.saver
         )
+
+    def _changes_through_read(self, user_id: str, since: Since) -> Changes:
+        with self._read_user(user_id) as rows:
+            return source.changes(rows, since)
 
     def _close_indexes(self) -> None:
         """Finish the copies being saved, then drop every cached index."""
@@ -82,14 +94,31 @@ class IndexedSearch:
 
     def search_view(self, user_id: str, model: str | None) -> IndexView:
         """The user's keyword index and (with ``model``) vectors, brought up
-        to date in one read (a first search of a large user reads the
-        vectors on another thread while the postings sort, and waits for
-        them holding no connection)."""
+        to date in one read: of what was indexed since, when both are
+        cached here; else of the user, loading what is not cached (a first
+        search of a large user reads the vectors on another thread while
+        the postings sort, and waits for them holding no connection)."""
+        index = self.keywords.cached(user_id)
+        entry = self.vectors.cached(user_id, model) if model is not None else None
+        if index is not None and (model is None or entry is not None):
+            since = Since(index.max_chunk, model, entry.max_id if entry is not None else 0)
+            found = self._changes(user_id, since)
+            words = self.keywords.take(user_id, index, found)
+            vectors = None
+            if words is not None and model is not None and entry is not None:
+                vectors = self.vectors.take(user_id, model, entry, found)
+            if words is not None and (model is None or vectors is not None):
+                return self._view(user_id, model, words, vectors)
         with self._read_user(user_id) as rows:
             words = self.keywords.current(rows, user_id)
-            vectors: VectorReading | None = None
+            vectors = None
             if model is not None and words.alongside is None:
                 vectors = self.vectors.current(rows, user_id, model)
+        return self._view(user_id, model, words, vectors)
+
+    def _view(
+        self, user_id: str, model: str | None, words: Reading, vectors: VectorReading | None
+    ) -> IndexView:
         index = self.keywords.done(user_id, words)
         groups = None
         if model is not None:

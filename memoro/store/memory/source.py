@@ -59,6 +59,34 @@ class VectorRows:
     vectors: Floats
 
 
+@dataclass(frozen=True)
+class Since:
+    """What a user's cached indexes hold: the chunks up to id ``chunk`` and,
+    with a ``model``, its vectors up to id ``vector``."""
+
+    chunk: int
+    model: str | None
+    vector: int
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What a user's indexes lack since a ``Since``, from one read: the
+    user's generation, the visible chunks with higher ids (with places) and
+    the model's vectors with higher ids."""
+
+    generation: int
+    chunks: ChunkRows
+    vectors: list[VectorRows]
+
+
+def changes(rows: Snapshot, since: Since) -> Changes:
+    """``Changes`` read through ``rows``, a statement each (a backend may
+    read them in one round trip instead)."""
+    vectors = list(rows.vectors(since.model, since.vector)) if since.model else []
+    return Changes(rows.generation(), rows.new_chunks(since.chunk), vectors)
+
+
 class Snapshot(Protocol):
     """One read transaction over one user's history."""
 

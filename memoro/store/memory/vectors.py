@@ -26,7 +26,8 @@ import numpy.typing as npt
 
 from memoro.store.memory import saved
 from memoro.store.memory.budget import Budget, bulk_load, give_back_memory
-from memoro.store.memory.source import Snapshot, VectorRows
+from memoro.store.memory.int8 import Int8Products, QueryRows
+from memoro.store.memory.source import Changes, Snapshot, VectorRows
 
 log = logging.getLogger("memoro.store")
 
@@ -135,11 +136,159 @@ def _empty() -> Quantized:
     return Quantized.of(np.zeros((0, 0), np.float32))
 
 
+def _empty_rows() -> Rows:
+    return Rows.of(_empty())
+
+
+SEGMENT = 16384
+"""Rows that make a sealed segment: its coarse part is kept transposed for
+ONNX Runtime's int8 products (``int8.py``); the rows after the last sealed
+segment are scanned with NumPy and BLAS."""
+_SCALES = ("scale", "fine_scale", "error")
+
+
+@dataclass(frozen=True)
+class _Sealed:
+    """SEGMENT rows: the coarse part transposed (dimensions × rows) inside
+    its int8 products, each row's coarse norm, and the fine part (rows)."""
+
+    products: Int8Products
+    norm: Floats
+    fine: Bytes
+
+    @classmethod
+    def of(cls, coarse: Bytes, fine: Bytes) -> _Sealed:
+        norm = np.sqrt(np.einsum("ij,ij->i", coarse, coarse, dtype=np.float32))
+        return cls(Int8Products(np.ascontiguousarray(coarse.T)), norm, fine)
+
+    @property
+    def coarse_t(self) -> Bytes:
+        return self.products.transposed
+
+    @property
+    def nbytes(self) -> int:
+        # ONNX Runtime keeps a packed copy of the coarse part besides it
+        return 2 * self.coarse_t.nbytes + self.norm.nbytes + self.fine.nbytes
+
+
+class Rows:
+    """A user's vectors (``Quantized``, one a row): the first whole
+    SEGMENTs sealed, the rest open (row-major). Never changed in place: a
+    search that holds one keeps scoring the same rows."""
+
+    def __init__(self, sealed: list[_Sealed], open: Quantized, every: Quantized) -> None:
+        """``open`` holds the open rows; ``every`` the scales and errors of
+        all rows (its coarse and fine parts are not used)."""
+        self.sealed = sealed
+        self.open = open
+        self.scale = every.scale
+        self.fine_scale = every.fine_scale
+        self.error = every.error
+        self.cut = len(sealed) * SEGMENT
+        """the first open row"""
+
+    @classmethod
+    def of(cls, rows: Quantized, sealed: list[_Sealed] | None = None) -> Rows:
+        """``rows`` after the ``sealed`` ones (whose scales and errors come
+        first in ``rows`` too, their coarse and fine parts not), sealing
+        whole segments of them."""
+        sealed = list(sealed or [])
+        coarse, fine = rows.coarse, rows.fine
+        if len(coarse) >= SEGMENT:
+            while len(coarse) >= SEGMENT:
+                sealed.append(_Sealed.of(coarse[:SEGMENT], fine[:SEGMENT]))
+                coarse, fine = coarse[SEGMENT:], fine[SEGMENT:]
+            coarse = coarse.copy()  # the sealed rows' coarse part lives transposed now
+        cut = len(sealed) * SEGMENT
+        open = Quantized(coarse, fine, *(getattr(rows, n)[cut:] for n in _SCALES))
+        return cls(sealed, open, rows)
+
+    def extend(self, more: Quantized) -> Rows:
+        """These rows and ``more`` after them."""
+        open = Quantized.join([self.open, more]) if len(self.open.scale) else more
+        every = Quantized(
+            open.coarse,
+            open.fine,
+            *(np.concatenate([getattr(self, n), getattr(more, n)]) for n in _SCALES),
+        )
+        return Rows.of(every, self.sealed)
+
+    def full(self) -> Quantized:
+        """Every row as one ``Quantized`` (a copy of the sealed ones)."""
+        coarse = [s.coarse_t.T for s in self.sealed] + [self.open.coarse]
+        fine = [s.fine for s in self.sealed] + [self.open.fine]
+        return Quantized(
+            np.concatenate(coarse) if len(coarse) > 1 else self.open.coarse,
+            np.concatenate(fine) if len(fine) > 1 else self.open.fine,
+            self.scale,
+            self.fine_scale,
+            self.error,
+        )
+
+    def __len__(self) -> int:
+        return len(self.scale)
+
+    @property
+    def nbytes(self) -> int:
+        scales = self.scale.nbytes + self.fine_scale.nbytes + self.error.nbytes
+        return sum(s.nbytes for s in self.sealed) + self.open.nbytes + scales
+
+    def coarse_scores(self, query: Floats) -> tuple[Floats, Floats | None]:
+        """Each row's coarse score, and how much more than its own error
+        (``error`` times |query|) it may be off: the sealed rows' products
+        come from the query in integers, within ~1e-6 (None: no row is
+        sealed)."""
+        out = np.empty(len(self), np.float32)
+        extra = None
+        if self.sealed:
+            asked = QueryRows(query)
+            # and the float arithmetic of the products, a millionth at most
+            off = np.float32(asked.residual + 1e-6 * float(np.linalg.norm(query)))
+            extra = np.zeros(len(self), np.float32)
+            for i, segment in enumerate(self.sealed):
+                at = slice(i * SEGMENT, (i + 1) * SEGMENT)
+                out[at] = segment.products(asked)
+                extra[at] = segment.norm * off
+            extra *= self.scale
+        out[self.cut :] = _products(self.open.coarse, query)
+        out *= self.scale
+        return out, extra
+
+    def both_scores(self, query: Floats) -> tuple[Floats, Floats]:
+        """``Quantized.both_scores`` (no row may be sealed)."""
+        assert not self.sealed
+        return self.open.both_scores(query)
+
+    def fine_scores(
+        self, rows: npt.NDArray[np.intp], query: Floats, coarse: Floats | None = None
+    ) -> Floats:
+        """``Quantized.fine_scores`` of ``rows`` (ascending); the sealed
+        ones' coarse part is taken from ``coarse``, what ``coarse_scores``
+        gave for every row (within ~1e-6 of float32's: their coarse part
+        is kept transposed, which a gather of a few rows reads slowly)."""
+        if not self.sealed:
+            return self.open.fine_scores(rows, query)
+        assert coarse is not None
+        split = int(np.searchsorted(rows, self.cut))
+        fine = np.empty(len(rows), np.float32)
+        bounds = np.searchsorted(rows[:split], np.arange(len(self.sealed) + 1) * SEGMENT)
+        for i, segment in enumerate(self.sealed):
+            a, b = bounds[i], bounds[i + 1]
+            if b > a:
+                fine[a:b] = segment.fine[rows[a:b] - i * SEGMENT].astype(np.float32) @ query
+        out = np.empty(len(rows), np.float32)
+        sealed = rows[:split]
+        out[:split] = coarse[sealed] + fine[:split] * self.fine_scale[sealed]
+        out[split:] = self.open.fine_scores(rows[split:] - self.cut, query)
+        return out
+
+
 @dataclass
 class _UserVectors:
     generation: int
     max_id: int = 0
-    rows: Quantized = field(default_factory=_empty)
+    rows: Rows = field(default_factory=lambda: _empty_rows())
+    """sorted by chunk (windows of a chunk in order)"""
     row_chunk: Ints = field(default_factory=lambda: np.zeros(0, np.int64))
     row_turn: Ints = field(default_factory=lambda: np.zeros(0, np.int64))
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -153,18 +302,23 @@ class _UserVectors:
     def dump(self) -> saved.Arrays:
         """Every row, to save: they are every vector up to ``max_id``."""
         with self.lock:
-            rows = self.rows
+            rows = self.rows.full()
             arrays: saved.Arrays = {n: getattr(rows, n) for n in Quantized.__dataclass_fields__}
             arrays.update(chunk=self.row_chunk, turn=self.row_turn, max_id=np.array(self.max_id))
             return arrays
 
     def restore(self, arrays: saved.Arrays) -> None:
         """Take the arrays ``dump`` saved (on an empty entry)."""
-        self.rows = Quantized(
+        rows = Quantized(
             *(arrays[n] for n in Quantized.__dataclass_fields__)  # type: ignore[arg-type]
         )
-        self.row_chunk = arrays["chunk"].astype(np.int64, copy=False)
-        self.row_turn = arrays["turn"].astype(np.int64, copy=False)
+        chunk = arrays["chunk"].astype(np.int64, copy=False)
+        turn = arrays["turn"].astype(np.int64, copy=False)
+        order = np.argsort(chunk, kind="stable")  # saved sorted; copies of old were not
+        if not np.array_equal(order, np.arange(len(order))):
+            rows, chunk, turn = rows.take(order), chunk[order], turn[order]
+        self.rows = Rows.of(rows)
+        self.row_chunk, self.row_turn = chunk, turn
         self.max_id = int(arrays["max_id"])
         self.saved_rows = len(self.row_chunk)
         self.groups = None
@@ -180,7 +334,7 @@ class _Groups:
     """One user's rows sorted by chunk, a group of rows (windows) per chunk;
     a search keeps its own, so a refresh meanwhile cannot shift it."""
 
-    rows: Quantized
+    rows: Rows
     start: npt.NDArray[np.intp]
     chunk: Ints
     turn: Ints
@@ -214,20 +368,26 @@ class Scorer:
         """How many chunks the last ``top`` scored finely (for measuring)."""
         self._fine: Floats | None = None  # by group, NaN until computed
         self._every = False  # whether every group's fine score is computed
+        self._rows: Floats | None = None  # each row's coarse score, when rows are sealed
         if groups is None:
             self._coarse = self._slack = np.zeros(0, np.float32)
             return
-        several = len(groups.start) < len(groups.rows.scale)  # a chunk has several windows
-        if len(groups.rows.scale) <= ALL_FINE:
+        several = len(groups.start) < len(groups.rows)  # a chunk has several windows
+        extra = None
+        if len(groups.rows) <= ALL_FINE and not groups.rows.sealed:
             best, fine = groups.rows.both_scores(query)
             self._fine = np.maximum.reduceat(fine, groups.start) if several else fine
             self._every = True
         else:
-            best = groups.rows.coarse_scores(query)
+            best, extra = groups.rows.coarse_scores(query)
+            if extra is not None:
+                self._rows = best
         if several:
             best = np.maximum.reduceat(best, groups.start)
         self._coarse = best
         self._slack = groups.error * np.float32(np.linalg.norm(query))
+        if extra is not None:  # a chunk's windows: the largest of their extras
+            self._slack += np.maximum.reduceat(extra, groups.start) if several else extra
 
     def top(self, limit: int, turns: Ints | None = None) -> list[tuple[int, int, float]]:
         """The ``limit`` best chunks, of ``turns`` (sorted ids) only when given."""
@@ -300,7 +460,7 @@ class Scorer:
             counts = ends - starts
             offsets = np.cumsum(counts) - counts
             rows = np.repeat(starts - offsets, counts) + np.arange(counts.sum())
-            fine = groups.rows.fine_scores(rows, self._query)
+            fine = groups.rows.fine_scores(rows, self._query, self._rows)
             self._fine[todo] = np.maximum.reduceat(fine, offsets)
         return self._fine[picked]
 
@@ -350,7 +510,7 @@ class VectorCache:
         self._model = model
         generation, entry, grown = self._fresh(rows, user_id, model)
         with entry.lock:
-            if entry.rows.coarse.shape[0] and entry.groups is None:
+            if len(entry.rows) and entry.groups is None:
                 entry.groups = self._group(entry)
             groups = entry.groups
         return VectorReading(entry, groups, generation, grown)
@@ -408,27 +568,62 @@ class VectorCache:
                     entry.restore(arrays)
                     del arrays
             with bulk_load() if entry.max_id == 0 else nullcontext():
-                parts = [
-                    (batch.ids, batch.chunks, batch.turns, Quantized.of(batch.vectors))
-                    for batch in self._batches(rows, model, entry.max_id)
-                ]
-            if parts:
-                self._append(entry, parts)
-                many = len(parts) > 1
-                del parts  # the batches' arrays, before trimming
-                if many:
-                    give_back_memory()
-            n = len(entry.row_chunk)
-            grown = n >= saved.SAVE_MIN and n - entry.saved_rows > entry.saved_rows // 10
-            if grown:
-                entry.saved_rows = n
+                grown = self._grow(entry, self._batches(rows, model, entry.max_id))
         return generation, entry, grown
 
     @staticmethod
     def _batches(rows: Snapshot, model: str, after: int) -> Iterable[VectorRows]:
-        for batch in rows.vectors(model, after):
+        """The vectors ``rows`` holds from ``model`` with ids above ``after``."""
+        return rows.vectors(model, after)
+
+    def _grow(self, entry: _UserVectors, batches: Iterable[VectorRows]) -> bool:
+        """Add the vectors of ``batches`` the entry does not hold yet (held
+        under its lock); whether a large user's grew enough for a new copy."""
+        parts = []
+        for batch in batches:
+            if len(batch.ids) and batch.ids[0] <= entry.max_id:
+                keep = batch.ids > entry.max_id
+                batch = VectorRows(
+                    batch.ids[keep], batch.chunks[keep], batch.turns[keep], batch.vectors[keep]
+                )
             if len(batch.ids):
-                yield batch
+                parts.append((batch.ids, batch.chunks, batch.turns, Quantized.of(batch.vectors)))
+        if parts:
+            self._append(entry, parts)
+            many = len(parts) > 1
+            del parts  # the batches' arrays, before trimming
+            if many:
+                give_back_memory()
+        n = len(entry.row_chunk)
+        grown = n >= saved.SAVE_MIN and n - entry.saved_rows > entry.saved_rows // 10
+        if grown:
+            entry.saved_rows = n
+        return grown
+
+    def cached(self, user_id: str, model: str) -> _UserVectors | None:
+        """The user's vectors from ``model`` if they are loaded here."""
+        with self._lock:
+            entry = self._entries.get((user_id, model))
+        return entry if entry is not None and entry.loaded else None
+
+    def take(
+        self, user_id: str, model: str, entry: _UserVectors, found: Changes
+    ) -> VectorReading | None:
+        """Bring the cached ``entry`` up to date with ``found`` (read since
+        it); None when the user's generation moved, or the entry is no
+        longer the cached one: it must be read again (``current``)."""
+        self._model = model
+        with self._lock:
+            if self._entries.get((user_id, model)) is not entry:
+                return None
+        with entry.lock:
+            if entry.generation != found.generation:
+                return None
+            grown = self._grow(entry, found.vectors)
+            if len(entry.rows) and entry.groups is None:
+                entry.groups = self._group(entry)
+            groups = entry.groups
+        return VectorReading(entry, groups, found.generation, grown)
 
     def _charge(self, user_id: str, model: str, entry: _UserVectors) -> None:
         key = (user_id, model)
@@ -442,26 +637,27 @@ class VectorCache:
 
     @staticmethod
     def _append(entry: _UserVectors, parts: list[tuple[Ints, Ints, Ints, Quantized]]) -> None:
-        chunks = [p[1] for p in parts]
-        turns = [p[2] for p in parts]
-        quantized = [p[3] for p in parts]
-        if entry.rows.coarse.shape[0]:
-            chunks.insert(0, entry.row_chunk)
-            turns.insert(0, entry.row_turn)
-            quantized.insert(0, entry.rows)
-        entry.rows = Quantized.join(quantized)
-        entry.row_chunk = np.concatenate(chunks)
-        entry.row_turn = np.concatenate(turns)
+        """Add rows, keeping every row sorted by chunk (new chunks' ids are
+        higher: they go after the rows held, whose sealed segments stay)."""
+        new = Quantized.join([p[3] for p in parts])
+        chunks = np.concatenate([p[1] for p in parts])
+        turns = np.concatenate([p[2] for p in parts])
+        if len(entry.rows) and chunks.size and chunks.min() < entry.row_chunk[-1]:
+            new = Quantized.join([entry.rows.full(), new])  # out of order: sort them all
+            chunks = np.concatenate([entry.row_chunk, chunks])
+            turns = np.concatenate([entry.row_turn, turns])
+            entry.rows, entry.row_chunk, entry.row_turn = _empty_rows(), chunks[:0], turns[:0]
+        order = np.argsort(chunks, kind="stable")  # a chunk's windows keep their order
+        if not np.array_equal(order, np.arange(len(order))):
+            new, chunks, turns = new.take(order), chunks[order], turns[order]
+        entry.rows = entry.rows.extend(new) if len(entry.rows) else Rows.of(new)
+        entry.row_chunk = np.concatenate([entry.row_chunk, chunks])
+        entry.row_turn = np.concatenate([entry.row_turn, turns])
         entry.max_id = max(entry.max_id, *(int(p[0].max(initial=0)) for p in parts))
         entry.groups = None
 
     @staticmethod
     def _group(entry: _UserVectors) -> _Groups:
-        order = np.argsort(entry.row_chunk, kind="stable")
-        if not np.array_equal(order, np.arange(len(order))):
-            entry.rows = entry.rows.take(order)
-            entry.row_chunk = entry.row_chunk[order]
-            entry.row_turn = entry.row_turn[order]
         change = np.flatnonzero(np.diff(entry.row_chunk)) + 1
         start = np.concatenate([[0], change]).astype(np.intp)
         return _Groups(

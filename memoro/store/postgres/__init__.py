@@ -32,13 +32,14 @@ from memoro.store.base import Known, Store
 from memoro.store.blocks import SqlBlocks, SqlBlockTransaction, block_from_row
 from memoro.store.dialect import Conn
 from memoro.store.memory import budget
+from memoro.store.memory.source import Changes, Since
 from memoro.store.postgres._db import JOBS_CHANNEL, PG, PgConn, migrate, one_line
 from memoro.store.postgres.blocks_cache import BlockCache
 from memoro.store.postgres.health import PgHealth
 from memoro.store.postgres.history import PgHistory
 from memoro.store.postgres.jobs import PgJobs
 from memoro.store.postgres.search import PgSearch
-from memoro.store.postgres.source import PgSnapshot
+from memoro.store.postgres.source import PgSnapshot, changes, in_one_round_trip
 from memoro.store.reviews import SqlReviews
 from memoro.store.uploads import SqlUploads
 from memoro.store.users import SqlUsers
@@ -81,7 +82,7 @@ class PostgresStore(
         self.url = url
         _reachable(url)  # one clear error at once, before a pool retries and logs for 30 s
         self.blocks = BlockCache(url)
-        self._open_indexes(self._snapshot, cache_mb, self._keep_index)
+        self._open_indexes(self._snapshot, cache_mb, self._keep_index, self._changes_since)
         try:
             self.pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] = ConnectionPool(
                 url,
@@ -221,6 +222,20 @@ class PostgresStore(
         indexes read a generation and rows that agree)."""
         with self.transaction(user_id, snapshot=True) as conn:
             yield PgSnapshot(conn, user_id)
+
+    def _changes_since(self, user_id: str, since: Since) -> Changes:
+        """What a cached user gained since ``since``, in one round trip."""
+        with self.connection() as conn:
+            return changes(conn, user_id, since)
+
+    @contextmanager
+    def pipelined(self, user_id: str) -> Iterator[psycopg.Connection[dict[str, Any]]]:
+        """A read-only snapshot of ``user_id``'s rows whose statements are
+        all sent at once and answered in one round trip when the block ends
+        (the pool's check of the connection is one more): fetch results only
+        after it. For a few reads whose parameters are known in advance."""
+        with self.connection() as conn, in_one_round_trip(conn, user_id):
+            yield conn
 
     @contextmanager
     def _read(self, user_id: str) -> Iterator[Conn]:

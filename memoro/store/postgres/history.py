@@ -6,6 +6,8 @@ anyway: RLS is the second wall, not the first."""
 
 from __future__ import annotations
 
+import abc
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
@@ -26,6 +28,18 @@ class PgHistory(SqlTurns):
     """The past-conversation methods of PostgresStore."""
 
     _generations = ("history_users", "generation")
+
+    @abc.abstractmethod
+    def pipelined(self, user_id: str) -> AbstractContextManager[psycopg.Connection[Any]]:
+        """A read of ``user_id`` answered in one round trip (PostgresStore)."""
+
+    def turns_between(
+        self, user_id: str, after: datetime | None, before: datetime | None
+    ) -> list[int]:
+        sql, params = self._turns_between(user_id, after, before)
+        with self.pipelined(user_id) as conn:
+            cursor = conn.execute(sql.replace("?", "%s"), params)
+        return [r["id"] for r in cursor.fetchall()]
 
     def _terms(self, found: keywords.ChunkTerms) -> bytes:
         return found.pack()

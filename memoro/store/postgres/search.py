@@ -5,8 +5,13 @@ the hits' text and times come from SQL."""
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
+from typing import Any
+
+import psycopg
 
 from memoro.store.dialect import SqlBackend
 from memoro.store.memory.search import IndexedSearch
@@ -16,16 +21,21 @@ from memoro.store.turns import VISIBLE_CHUNKS
 class PgSearch(IndexedSearch, SqlBackend):
     """The search methods of PostgresStore."""
 
+    @abc.abstractmethod
+    def pipelined(self, user_id: str) -> AbstractContextManager[psycopg.Connection[Any]]:
+        """A read of ``user_id`` answered in one round trip (PostgresStore)."""
+
     def chunk_hits(
         self, user_id: str, chunk_ids: Sequence[int]
     ) -> dict[int, tuple[int, str, datetime, str]]:
         if not chunk_ids:
             return {}
-        with self._read(user_id) as conn:
-            rows = conn.execute(
+        with self.pipelined(user_id) as conn:
+            cursor = conn.execute(
                 "SELECT c.id, t.id AS turn_id, t.conversation_id, t.at, c.text"
                 + VISIBLE_CHUNKS
                 + " WHERE c.user_id = %s AND c.id = ANY(%s)",
                 (user_id, list(chunk_ids)),
-            ).fetchall()
+            )
+        rows = cursor.fetchall()
         return {r["id"]: (r["turn_id"], r["conversation_id"], r["at"], r["text"]) for r in rows}

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 import psycopg
 from psycopg.rows import tuple_row
 
-from memoro.store.memory.source import ChunkRows, VectorRows
+from memoro.store.memory.source import Changes, ChunkRows, Since, VectorRows
 
 log = logging.getLogger("memoro.store")
 
@@ -150,6 +151,81 @@ class PgSnapshot:
     def vector_model(self) -> str | None:
         rows = self._rows("SELECT model FROM vectors WHERE user_id = %s LIMIT 1", (self._user,))
         return rows[0][0] if rows else None
+
+
+_NEW_CHUNKS = (
+    f"SELECT c.id, c.turn_id, {_SPLIT}, c.length, c.question_length, t.conversation_id,"
+    " t.seq FROM chunks c"
+    " JOIN turns t ON t.user_id = c.user_id AND t.id = c.turn_id"
+    " JOIN conversations cv ON cv.user_id = t.user_id AND cv.id = t.conversation_id"
+    " WHERE c.user_id = %s AND c.id > %s AND cv.deleted_at IS NULL ORDER BY c.id"
+)
+# a deletion removes the conversation's vectors in its transaction, so every
+# vector here belongs to a visible chunk
+_NEW_VECTORS = (
+    "SELECT v.id, v.chunk_id, c.turn_id, v.embedding FROM vectors v"
+    " JOIN chunks c ON c.user_id = v.user_id AND c.id = v.chunk_id"
+    " WHERE v.user_id = %s AND v.model = %s AND v.id > %s ORDER BY v.id"
+)
+
+
+@contextmanager
+def in_one_round_trip(conn: psycopg.Connection[Any], user_id: str) -> Iterator[None]:
+    """Statements run on ``conn`` in the block make one read-only
+    REPEATABLE READ transaction under ``user_id``'s row-level security, sent
+    together with its BEGIN and COMMIT and answered in one round trip when
+    the block ends (pipeline mode): fetch their results after it."""
+    conn.autocommit = True  # the transaction is spelt out, inside the pipeline
+    try:
+        with conn.pipeline():
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            conn.execute("SELECT set_config('memoro.user_id', %s, true)", (user_id,))
+            yield
+            conn.execute("COMMIT")
+    finally:
+        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            conn.execute("ROLLBACK")
+        conn.autocommit = False
+
+
+def changes(conn: psycopg.Connection[Any], user_id: str, since: Since) -> Changes:
+    """What ``user_id``'s indexes lack since ``since``, in one round trip
+    (plus the pool's check): the generation, the new chunks and the new
+    vectors as rows of one snapshot (a handful, usually none; binary, so a
+    vector comes as pgvector's bytes)."""
+    cursors = [conn.cursor(row_factory=tuple_row, binary=True) for _ in range(3)]
+    with in_one_round_trip(conn, user_id):
+        cursors[0].execute("SELECT generation FROM history_users WHERE user_id = %s", (user_id,))
+        cursors[1].execute(_NEW_CHUNKS, (user_id, since.chunk))
+        if since.model is not None:
+            cursors[2].execute(_NEW_VECTORS, (user_id, since.model, since.vector))
+    found = cursors[0].fetchall()
+    chunks = cursors[1].fetchall()
+    vectors = cursors[2].fetchall() if since.model is not None else []
+    for cursor in cursors:
+        cursor.close()
+    return Changes(
+        int(found[0][0]) if found else 0,
+        ChunkRows.of(chunks) if chunks else ChunkRows.none(),
+        [_vector_rows(vectors)] if vectors else [],
+    )
+
+
+def _vector_rows(rows: list[tuple[Any, ...]]) -> VectorRows:
+    """(id, chunk id, turn id, pgvector binary value) rows as arrays: a
+    value is its dimension (2 bytes), 2 reserved bytes, then big-endian
+    float4s."""
+    data = b"".join(r[3] for r in rows)
+    width = len(rows[0][3])
+    if len(data) != width * len(rows):
+        raise ValueError("vectors of one model differ in dimension")
+    values = np.frombuffer(data, np.uint8).reshape(len(rows), width)[:, 4:]
+    return VectorRows(
+        np.fromiter((r[0] for r in rows), np.int64, len(rows)),
+        np.fromiter((r[1] for r in rows), np.int64, len(rows)),
+        np.fromiter((r[2] for r in rows), np.int64, len(rows)),
+        np.ascontiguousarray(values).view(">f4").astype(np.float32),
+    )
 
 
 def _first_record(buffer: bytearray) -> np.dtype[Any] | None:
