@@ -197,12 +197,15 @@ def _first_line(text: str) -> str:
     return text.removeprefix("Error: ").split("\n", 1)[0].rstrip(".")
 
 
-_NO_CHANGE = re.compile(r"[\W_]*no[\s_-]*change[\W_]*", re.I)
+_NO_CHANGE = re.compile(
+    r"[\W_]*(?:no[\s_-]*changes?|nothing (?:should|needs to|to) change)\b(?:[\W_].*)?", re.I
+)
 
 
 def _says_no_change(text: str) -> bool:
-    """Whether the first line said is NO CHANGE (give or take case, quotes,
-    Markdown and a full stop)."""
+    """Whether the first line said starts with NO CHANGE (give or take case,
+    quotes, Markdown, "changes"; or "nothing should change") — and not a
+    refusal or a block written as text, which is no answer a review can use."""
     first = next((line for line in text.splitlines() if line.strip()), "")
     return bool(_NO_CHANGE.fullmatch(first.strip()))
 

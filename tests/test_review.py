@@ -261,7 +261,26 @@ def test_m4_m5_a_block_refused_twice_is_no_proposal(
 @pytest.mark.parametrize(
     "answer",
     [
+        "NO CHANGE",
+        "No changes needed.",
+        "**No change.**\n\nIt is current.",
+        "Nothing should change.",
+    ],
+)
+def test_m12_a_clear_no_change_is_no_proposal_and_no_failure(
+    sqlite_memoro: Memoro, llm: ScriptedLLM, answer: str
+) -> None:
+    _with_history(sqlite_memoro)
+    llm.script(say(answer))
+    assert sqlite_memoro.review("ann") is None
+    assert sqlite_memoro.store.review_stats().reviewed_users == 1
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
         say("I can't help with that."),  # refusing
+        say("No, I won't change your memory."),  # refusing, starting with "No"
         say("Here is the better block: Preferred name: Al"),  # neither a call nor no change
         Step(text="", tool_calls=[]),  # nothing at all
     ],

@@ -12,7 +12,8 @@ retried with exponential backoff; after MAX_ATTEMPTS it is set aside as
 failed with its error (``memoro jobs``) and never blocks the jobs behind it.
 When it runs out of due jobs, the worker brings the search indexes of the
 large users whose chunks it changed up to date, so the copies of them kept
-in the database follow (``prepare_changed``).
+in the database follow (``prepare_changed``), and queues the jobs that come
+due with time rather than with a write (``Schedule``: memory reviews).
 
 Keyword search never waits on the embedding model: when the model cannot be
 loaded (its weights are not installed), turns are chunked and indexed for
