@@ -19,6 +19,7 @@ from memoro.errors import (
     ReviewRunning,
     StoreError,
     UnknownTool,
+    UserErased,
 )
 from memoro.models import (
     AuditEntry,
@@ -62,6 +63,7 @@ __all__ = [
     "Tool",
     "ToolResult",
     "UnknownTool",
+    "UserErased",
     "WriteResult",
     "WriteSource",
     "Writer",

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import io
 import logging
+import os
+import shutil
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -305,6 +307,38 @@ def test_memoro_import_says_the_erase_cancelled_it(
         SqliteStore(home / "memoro.db"), Settings(home=home), embedder=None, worker=False
     ) as memoro:
         assert memoro.list_conversations("ann") == [] and memoro.read_block("ann") is None
+
+
+def test_memoro_import_of_a_folder_of_logs_stops_whole_at_an_erase(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder is one import: an erase after its first log was stored
+    stops it, rather than the next log starting anew for the reused id."""
+    logs = tmp_path / "projects"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "imports" / "claude-code", logs)
+    for log in logs.rglob("*.jsonl"):
+        os.utime(log, (1e9, 1e9))  # long finished
+    home = tmp_path / "home"
+    env = {"MEMORO_HOME": str(home), "MEMORO_EMBEDDER": "keyword"}
+    other = Memoro(
+        SqliteStore(home / "memoro.db"), Settings(home=home), embedder=None, worker=False
+    )
+    erase = Eraser(other, "ann")
+    record = SqliteStore.record_turns
+
+    def recorded(store: SqliteStore, *args: Any, **options: Any) -> Any:
+        try:
+            return record(store, *args, **options)
+        finally:
+            erase()
+
+    monkeypatch.setattr(SqliteStore, "record_turns", recorded)
+    result = CliRunner().invoke(cli, ["import", str(logs), "-u", "ann", "--quiet"], env=env)
+    monkeypatch.undo()
+    assert result.exit_code == 1, result.output
+    assert "ann was erased while this import ran" in result.stderr
+    assert other.list_conversations("ann") == []
+    other.close()
 
 
 def test_an_import_on_the_app_role_is_cancelled_by_an_erase_on_the_worker_role(
