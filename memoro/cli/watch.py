@@ -119,7 +119,7 @@ def watch(
     target = server.rstrip("/") if server else settings.database_words()
     folder = state or settings.home / "watch" / state_name(user, target)
     memoro: Memoro | None = None
-    erased: Callable[[], None] = _not_known
+    erased: Callable[[], None] = _at_next_store
     if server:
         client = MemoroClient(server, token or None)
         ctx.call_on_close(client.close)
@@ -260,7 +260,7 @@ def _follow(
     return total
 
 
-def _not_known() -> None:
+def _at_next_store() -> None:
     """Into a server, an erase there is learnt when it refuses the next turn."""
 
 
@@ -269,11 +269,27 @@ def _check_server(client: MemoroClient, user: str) -> int | None:
     epoch; a server not up yet is tried again with every look (None)."""
     try:
         client.list_conversations(user, limit=1)
-        return client.user_epoch(user)
     except (InvalidInput, Unauthorized) as exc:
         raise click.ClickException(f"the server refused the token: {exc}") from None
     except StoreError as exc:
         click.echo(f"{_now()}  {exc}; trying again", err=True)
+        return None
+    epoch = _epoch(client, user)
+    if epoch is None:
+        click.echo(
+            f"{_now()}  this server is older than this memoro watch: it cannot stop the"
+            " watch when the user is erased there (stop it before erasing the user)",
+            err=True,
+        )
+    return epoch
+
+
+def _epoch(client: MemoroClient, user: str) -> int | None:
+    """The user's epoch on the server; None from a server older than this
+    watch (no POST /v1/me/epoch), whose turns then go without one."""
+    try:
+        return client.user_epoch(user)
+    except InvalidInput:
         return None
 
 
@@ -289,11 +305,11 @@ def remote_store(client: MemoroClient, user: str, began: int | None = None) -> S
     a turn sent again is stored once, and with the user's epoch (taken at
     start, or at the first store if the server was not up), so an erase on
     the server refuses the rest."""
-    epoch = [] if began is None else [began]
+    epoch: list[int | None] = [] if began is None else [began]
 
     def store(conversations: list[ImportedConversation], tally: Tally) -> None:
         if not epoch:
-            epoch.append(client.user_epoch(user))
+            epoch.append(_epoch(client, user))
         for conversation in conversations:
             for turn in conversation.turns:
                 tally.turns += 1

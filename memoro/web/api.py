@@ -73,6 +73,17 @@ def _digits(value: object) -> object:
 Digits = BeforeValidator(_digits)
 
 
+def _json_whole(value: object) -> object:
+    """A whole number in a JSON body: a JSON integer (1.0 is one too, as
+    JSON Schema reads it), never true or "1", which pydantic would take."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+        raise ValueError("must be a whole number")
+    return value
+
+
+JsonWhole = BeforeValidator(_json_whole)
+
+
 def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     return {code: {"model": ErrorOut} for code in codes}
 
@@ -229,9 +240,8 @@ class TurnIn(BaseModel):
         " an imported session's; left out or blank, the title stays as it is. White space is"
         f" folded to single spaces and at most {MAX_TITLE} characters are kept.",
     )
-    epoch: int | None = Field(
+    epoch: Annotated[int | None, JsonWhole] = Field(
         default=None,
-        strict=True,
         ge=0,
         lt=2**63,
         description="For work that records many turns over time (a watcher of session logs):"
