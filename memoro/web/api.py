@@ -243,7 +243,7 @@ class TurnIn(BaseModel):
     epoch: Annotated[int | None, JsonWhole] = Field(
         default=None,
         ge=0,
-        lt=2**63,
+        le=2**53 - 1,  # a JSON number exact everywhere (JavaScript's safe integers)
         description="For work that records many turns over time (a watcher of session logs):"
         " the epoch POST /v1/me/epoch gave when it began. Once you have been erased since"
         " (DELETE /v1/me), the turn is refused with 409 user_erased and nothing is stored.",
