@@ -37,6 +37,7 @@ def block_writes(where: Place, kills: int, rng: random.Random) -> Row:
     last = 0
     for kill in range(kills):
         acked = _kill_a_writer(where, rng)
+        where.settled()
         memoro = where.memoro()
         stored = memoro.read_block("ann")
         newest = memoro.audit("ann", limit=1)

@@ -93,6 +93,21 @@ class Place:
     def count(self, sql: str) -> int:
         return int(self.rows(sql)[0][0])
 
+    def settled(self, seconds: float = 30) -> None:
+        """Wait until no other session is connected (PostgreSQL): a client
+        killed right after sending COMMIT leaves a server process that may
+        still finish it, so what it wrote is only known once that is gone."""
+        if self.url is None:
+            return
+        deadline = time.monotonic() + seconds
+        while self.count(
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
+            " AND datname = current_database() AND pid <> pg_backend_pid()"
+        ):
+            if time.monotonic() > deadline:
+                raise SystemExit("a killed client's sessions did not end")
+            time.sleep(0.01)
+
     def drained(self, seconds: float = 300) -> None:
         """Wait until every job but the failed ones is done."""
         deadline = time.monotonic() + seconds
