@@ -26,8 +26,10 @@ never accepted as a token, nor a token as a session.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
+import json
 import secrets
 import threading
 import time
@@ -35,11 +37,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import jwt
-
 from memoro.errors import ConfigError, InvalidUser, Unauthorized
-from memoro.jwks import FETCH_SECONDS, SigningKeys
 from memoro.turns import check_user
+
+# PyJWT (and the cryptography it loads) comes with the first token verified:
+# issuing an HS256 token (`memoro token issue`) needs only hmac
 
 SESSION_COOKIE = "memoro_session"
 """The cookie that carries a pages session."""
@@ -85,6 +87,19 @@ def _checked_secret(secret: str) -> bytes:
     return secret.encode()
 
 
+def _b64(data: bytes) -> bytes:
+    return base64.urlsafe_b64encode(data).rstrip(b"=")
+
+
+def hs256(claims: Mapping[str, Any], key: bytes) -> str:
+    """A JSON Web Token of ``claims`` signed with HS256 (RFC 7519's compact
+    form, as PyJWT writes it)."""
+    header = _b64(json.dumps({"alg": "HS256", "typ": "JWT"}, separators=(",", ":")).encode())
+    payload = _b64(json.dumps(dict(claims), separators=(",", ":")).encode())
+    signed = header + b"." + payload
+    return (signed + b"." + _b64(hmac.new(key, signed, hashlib.sha256).digest())).decode()
+
+
 class Signer:
     """Issues HS256 user tokens with the shared secret, as a host application
     does (``memoro token issue``, tests, scripts)."""
@@ -104,7 +119,7 @@ class Signer:
             claims["iss"] = self.issuer
         if self.audience:
             claims["aud"] = self.audience
-        return jwt.encode({**claims, **extra}, self._key, algorithm="HS256")
+        return hs256({**claims, **extra}, self._key)
 
 
 class TokenVerifier:
@@ -122,13 +137,17 @@ class TokenVerifier:
         clock_skew: int = 60,
         jwks_lifespan: float = 300,
         jwks_cooldown: float = 10,
-        jwks_deadline: float = FETCH_SECONDS,
+        jwks_deadline: float | None = None,
     ) -> None:
         if not secret and not jwks_url:
             raise ConfigError(
                 "token auth needs MEMORO_SECRET (HS256 tokens your application signs) or"
                 " MEMORO_JWKS_URL (RS256/ES256 tokens of an identity provider)"
             )
+        from memoro.jwks import FETCH_SECONDS, SigningKeys
+
+        if jwks_deadline is None:
+            jwks_deadline = FETCH_SECONDS
         self._secret = _checked_secret(secret) if secret else None
         self._jwks = (
             SigningKeys(
@@ -164,6 +183,8 @@ class TokenVerifier:
         always, but for a token that names a key memoro may fetch now."""
         if self._jwks is None or self.cached(token) is not None:
             return True
+        import jwt
+
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:
@@ -203,6 +224,8 @@ class TokenVerifier:
         return claims
 
     def _verify(self, token: str, wait: bool) -> Claims:
+        import jwt
+
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:
@@ -235,6 +258,8 @@ class TokenVerifier:
         return Claims(user_id, int(payload["exp"]))
 
     def _jwk(self, token: str, wait: bool) -> Any:
+        import jwt
+
         assert self._jwks is not None
         kid = jwt.get_unverified_header(token).get("kid")
         if kid is not None and not isinstance(kid, str):
@@ -260,7 +285,7 @@ class Sessions:
         csrf = secrets.token_urlsafe(24)
         now = int(time.time())
         claims = {"sub": user_id, "exp": now + ttl, "aud": SESSION_AUDIENCE, "csrf": csrf}
-        return jwt.encode(claims, self._key, algorithm="HS256"), csrf
+        return hs256(claims, self._key), csrf
 
     def verify(self, cookie: str) -> Claims:
         """The claims of a valid, unexpired session, else Unauthorized."""
@@ -277,23 +302,29 @@ class Sessions:
             raise Unauthorized(f"the session names no valid user: {exc}") from None
 
 
-_REASONS: tuple[tuple[type[jwt.PyJWTError], str], ...] = (
-    (jwt.ExpiredSignatureError, "the token has expired"),
-    (jwt.ImmatureSignatureError, "the token is not valid yet (nbf or iat is in the future)"),
-    (jwt.InvalidAudienceError, "the token is meant for another audience (aud)"),
-    (jwt.InvalidIssuerError, "the token comes from another issuer (iss)"),
-    (jwt.InvalidSignatureError, "the token's signature is not valid"),
+_REASONS = (
+    ("ExpiredSignatureError", "the token has expired"),
+    ("ImmatureSignatureError", "the token is not valid yet (nbf or iat is in the future)"),
+    ("InvalidAudienceError", "the token is meant for another audience (aud)"),
+    ("InvalidIssuerError", "the token comes from another issuer (iss)"),
+    ("InvalidSignatureError", "the token's signature is not valid"),
 )
+"""PyJWT's errors (by name) and what each means, in words."""
 
 
 def _decode(token: str, key: Any, **options: Any) -> dict[str, Any]:
     """PyJWT's decode, its errors told in words."""
+    import jwt
+
     try:
         payload: dict[str, Any] = jwt.decode(token, key, **options)
     except jwt.MissingRequiredClaimError as exc:
         raise Unauthorized(f"the token has no {exc.claim!r} claim") from None
     except jwt.PyJWTError as exc:
-        reason = next((text for cls, text in _REASONS if isinstance(exc, cls)), None)
+        reason = next(
+            (text for name, text in _REASONS if isinstance(exc, getattr(jwt, name))),
+            None,
+        )
         raise Unauthorized(reason or f"the token is malformed: {exc}") from None
     except (ValueError, TypeError, RecursionError):
         raise Unauthorized("the token is malformed") from None

@@ -8,7 +8,6 @@ counter is generated from them so the browser and the server cannot disagree.
 
 from __future__ import annotations
 
-import hashlib
 from bisect import bisect_right
 from dataclasses import dataclass
 from difflib import SequenceMatcher
@@ -214,6 +213,8 @@ def header(count: int) -> str:
 
 def etag(text: str | None) -> str:
     """A precondition token for a block's content; ``None`` is no block."""
+    import hashlib  # OpenSSL's: loaded when an ETag is asked for, not with every command
+
     data = normalize(text).encode("utf-8") if text else b""
     return hashlib.sha256(data).hexdigest()[:32]
 

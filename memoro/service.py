@@ -11,11 +11,10 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memoro import block, inputs, metrics
 from memoro.errors import BlockChanged, InvalidInput, NoProposal
-from memoro.history import search as history_search
 from memoro.history.embed import Embedder, LocalEmbedder, make_embedder
 from memoro.history.fusion import Mode
 from memoro.history.worker import Worker, add_missing_vectors, usable_cores
@@ -43,7 +42,6 @@ from memoro.prompt import SystemPrompt, build_system_prompt
 from memoro.review import REVIEW_JOB, Reviews, Slots
 from memoro.settings import Settings
 from memoro.store.base import Store
-from memoro.tools import ToolResult, execute
 from memoro.transfer import Transfers
 from memoro.turns import (
     check_conversation,
@@ -51,6 +49,9 @@ from memoro.turns import (
     checked_turn,
     now,
 )
+
+if TYPE_CHECKING:
+    from memoro.tools import ToolResult
 
 log = logging.getLogger("memoro.worker")
 
@@ -363,6 +364,8 @@ class Memoro(Transfers, Reviews):
         window = inputs.search_bounds(after, before)
         if not query.strip():
             return SearchHits()
+        from memoro.history import search as history_search  # NumPy: loaded for a search
+
         start = time.perf_counter()
         try:
             return history_search.search(
@@ -567,6 +570,8 @@ class Memoro(Transfers, Reviews):
         one named in ``arguments`` — and return the text the model reads.
         ``None`` means the user could not be confirmed: search returns nothing
         and memory tools change nothing."""
+        from memoro.tools import execute  # the tools' schemas: loaded for a tool call
+
         if user_id is not None and user_id != "":
             user_id = check_user(user_id)
         return execute(self, user_id or None, name, arguments)

@@ -12,8 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
-import platformdirs
-
 from memoro.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -34,12 +32,28 @@ class Setting:
         """The global CLI option, e.g. ``--embedding-url``."""
         return "--" + self.name.replace("_", "-")
 
+    @property
+    def shown_default(self) -> str:
+        """The default as help shows it."""
+        if self.name == "home":
+            return default_home()
+        return self.default or "(none)"
+
+
+def default_home() -> str:
+    """Where memoro keeps its data when no home is given: the platform's user
+    data directory (``~/.local/share/memoro`` on Linux). Worked out only
+    then, so that a command given its home starts without platformdirs."""
+    import platformdirs
+
+    return platformdirs.user_data_dir("memoro", appauthor=False)
+
 
 SETTINGS: tuple[Setting, ...] = (
     Setting(
         name="home",
         env="MEMORO_HOME",
-        default=platformdirs.user_data_dir("memoro", appauthor=False),
+        default="",  # default_home(), worked out when needed
         help="Directory that holds memoro's data: the SQLite database memoro.db.",
         metavar="DIR",
     ),
@@ -410,7 +424,7 @@ class Settings:
                     f"{setting.env} must be one of {', '.join(setting.choices)}, not {value!r}"
                 )
             values[setting.name] = value
-        home = Path(values.pop("home")).expanduser()
+        home = Path(values.pop("home") or default_home()).expanduser()
         return cls(
             home=home,
             index_threads=_whole(values.pop("index_threads"), "MEMORO_INDEX_THREADS", 0, 256),

@@ -26,6 +26,7 @@ from memoro.models import (
     utc_text,
 )
 from memoro.prompt import memory_section
+from memoro.words import plural
 
 
 class Memoro(Protocol):
@@ -305,11 +306,6 @@ def describe(name: str, text: str, is_error: bool) -> str:
             return f"Listed the latest conversations: {plural(n, 'conversation')}"
         return "Listed the latest conversations: none"
     return f"Used {name}" + (f" (failed: {first.removeprefix('Error: ')})" if is_error else "")
-
-
-def plural(n: int, word: str) -> str:
-    """``1 turn``, ``2 turns``, ``1,000 turns``."""
-    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
 
 
 # -- the tools ---------------------------------------------------------------

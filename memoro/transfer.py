@@ -17,13 +17,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from memoro import block, imports
+from memoro import block
 from memoro.errors import Busy, InvalidInput, StoreError, UserErased
 from memoro.history.worker import Lease, Worker
-from memoro.imports import memoro_format
-from memoro.imports.model import ImportedConversation, ImportReport, Tally
-from memoro.imports.source import Source
-from memoro.imports.upload import PART, Stored, Upload
 from memoro.inputs import clean_text
 from memoro.models import (
     AuditEntry,
@@ -35,10 +31,13 @@ from memoro.models import (
     RecordedTurn,
 )
 from memoro.settings import Settings
-from memoro.tools import plural
 from memoro.turns import check_conversation, check_user, checked_turn, now
+from memoro.words import plural
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the formats load with the first import or export, not with the service
+    from memoro.imports.model import ImportedConversation, ImportReport, Tally
+    from memoro.imports.source import Source
+    from memoro.imports.upload import Upload
     from memoro.store.base import Store
 
 IMPORT_BATCH = 500
@@ -114,6 +113,10 @@ class Transfers:
         ``progress`` gets (bytes read, file size) as reading goes. Erasing
         the user while this runs cancels it: UserErased is raised and
         nothing more is stored (``epoch``: see ``user_epoch``)."""
+        from memoro import imports
+        from memoro.imports.model import ImportReport, Tally
+        from memoro.imports.source import Source
+
         user_id = check_user(user_id)
         if format not in imports.FORMATS:
             raise InvalidInput(f"format must be one of {', '.join(imports.FORMATS)}")
@@ -213,6 +216,8 @@ class Transfers:
     def _restore_block(self, user_id: str, source: Source, epoch: int) -> str:
         """The block and audit of a memoro export, back as they were — into a
         user who has neither, so nothing of theirs is overwritten."""
+        from memoro.imports import memoro_format
+
         raw, entries = memoro_format.export_block(source)
         raw_proposal = memoro_format.export_proposal(source)
         if raw is None and not entries and raw_proposal is None:
@@ -248,6 +253,8 @@ class Transfers:
         a pending review proposal, every conversation with its turns — as the JSON text of memoro's
         export format, a conversation at a time; ``import_file`` reads it
         back losslessly."""
+        from memoro.imports import memoro_format
+
         user_id = check_user(user_id)
         conversations = self.store.list_conversations(user_id)
         return memoro_format.write_export(
@@ -295,6 +302,8 @@ class Transfers:
         """An export arriving over the network for ``user_id``: write its
         bytes to the returned Upload, then ``finish(format)`` queues the
         import for a worker (its id is ``upload.id``)."""
+        from memoro.imports.upload import Upload
+
         user_id = check_user(user_id)
         printable = "".join(c if c.isprintable() else " " for c in clean_text(file_name or ""))
         name = " ".join(printable.split())[:255] or "upload"
@@ -328,6 +337,8 @@ class Transfers:
                 self._arriving.pop(user_id, None)
 
     def finish_upload(self, upload: Upload, format: str) -> ImportStatus:
+        from memoro import imports
+
         if format not in imports.FORMATS:
             upload.abandon()
             raise InvalidInput(f"format must be one of {', '.join(imports.FORMATS)}")
@@ -355,6 +366,8 @@ class Transfers:
         finishes with the report (or why it failed) and the upload's bytes
         are deleted, in one transaction. Interrupted, the job runs again
         from the start; keys keep that from storing anything twice."""
+        from memoro.imports.upload import PART, Stored
+
         user_id, import_id = job.user_id, str(job.payload["import_id"])
         # the epoch first: an erase before it took the import's row with it
         epoch = self.store.user_epoch(user_id)

@@ -5,7 +5,6 @@ and a key from its content for imports that bring none.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from datetime import UTC, datetime
 
@@ -51,6 +50,8 @@ def checked_turn(turn: NewTurn, at: object, *, keyed: bool = False) -> NewTurn:
     if key is None and keyed:
         stamp = given.isoformat() if given else None
         content = json.dumps([conversation_id, question, answer, stamp])
+        import hashlib  # for imported turns alone
+
         key = "import:" + hashlib.sha256(content.encode()).hexdigest()
     title = turn.title
     if title is not None:

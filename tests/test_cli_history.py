@@ -33,6 +33,34 @@ def test_turn_add_from_flags_and_from_json_then_search(tmp_path: Path) -> None:
     assert "conversation 'c1'" in text and "QZ-1" in text
 
 
+def test_search_with_no_hit_tells_a_person_not_the_model(tmp_path: Path) -> None:
+    """The model is told not to guess what was said before; a person is told
+    that nothing matched, with the time window asked for, on stderr."""
+    run(tmp_path, "turn", "add", "-u", "ann", "-c", "c1", "-q", "Ticket?", "-a", "QZ-1")
+    found = run(tmp_path, "search", "-u", "ann", "zebra", "--after", "2025-01-30")
+    assert found.exit_code == 0 and found.stdout == ""
+    assert (
+        found.stderr == "Nothing in ann's past conversations matches 'zebra' from 2025-01-30 on.\n"
+    )
+    assert "guess" not in found.stderr
+
+
+def test_search_help_describes_every_option() -> None:
+    text = CliRunner().invoke(cli, ["search", "--help"]).stdout
+    options = text.split("Options:", 1)[1]
+    for option in ("--limit", "--mode", "--after", "--before", "--json"):
+        described = options.split(option, 1)[1].split("\n  -", 1)[0]
+        assert len(described.split()) > 3, option
+    assert "keyword: the exact words only" in " ".join(options.split())
+
+
+def test_import_usage_names_a_path_a_file_or_a_folder() -> None:
+    text = CliRunner().invoke(cli, ["import", "--help"]).stdout
+    assert text.startswith("Usage: cli import [OPTIONS] PATH\n")
+    assert "FILE" not in text
+    assert "from a file or a folder" in text
+
+
 def test_turn_add_rejects_bad_input_with_a_message(tmp_path: Path) -> None:
     bad_json = run(tmp_path, "turn", "add", "-u", "ann", "-c", "c", input="{not json")
     assert bad_json.exit_code == 1 and "not JSON" in bad_json.stderr

@@ -100,8 +100,11 @@ def test_c9_every_interface_says_nothing_matches_in_the_same_words(
     )
     assert render_search("zzqxv", model_memoro.search("ann", "zzqxv")) == said.text
     env = {"MEMORO_HOME": str(tmp_path)}
+    # a person at the command line is told in a person's words (the advice
+    # on what to answer is the model's), on stderr: stdout stays empty
     printed = CliRunner().invoke(cli, ["search", "-u", "ann", "zzqxv"], env=env)
-    assert printed.exit_code == 0 and printed.output.strip() == said.text
+    assert printed.exit_code == 0 and printed.stdout == ""
+    assert printed.stderr == "Nothing in ann's past conversations matches 'zzqxv'.\n"
     as_json = CliRunner().invoke(cli, ["search", "-u", "ann", "zzqxv", "--json"], env=env)
     assert '"hits": []' in as_json.output
     token = Signer(SECRET).issue("ann")

@@ -1,16 +1,10 @@
-"""The ``memoro`` command line: thin commands over the service layer."""
+"""The ``memoro`` command line: thin commands over the service layer.
 
-from memoro.cli import (  # noqa: F401  (they register commands)
-    chat,
-    history,
-    mcp,
-    memory,
-    review,
-    serve,
-    transfer,
-    users,
-    watch,
-)
+Each command lives in a module of its own kind (memory.py, history.py, …)
+and is imported only when it runs (``_app.COMMANDS``): a command starts
+without loading what other commands need.
+"""
+
 from memoro.cli._app import cli, main
 
 __all__ = ["cli", "main"]

@@ -1,22 +1,30 @@
 """The ``memoro`` group, its global options (from the settings table) and the
 helpers every command uses; error handling turns memoro's own errors into one
-line on stderr, never a traceback."""
+line on stderr, never a traceback.
+
+A command's module is imported when the command runs (``COMMANDS`` says
+which module holds it), so ``memoro memory show`` loads the block's code and
+not the server's, the search engine's or the importers'."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import sys
 import textwrap
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from memoro.errors import MemoroError
-from memoro.service import Memoro
 from memoro.settings import SETTINGS, Settings
-from memoro.tools import anthropic_tools, openai_tools
+
+if TYPE_CHECKING:
+    from _collections_abc import dict_items, dict_keys, dict_values
+
+    from memoro.service import Memoro
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -32,8 +40,8 @@ def _settings_options(command: F) -> F:
             show_envvar=True,
             default=None,
             metavar="[" + "|".join(setting.choices) + "]" if setting.choices else setting.metavar,
-            help=f"{setting.help}  [default: {setting.default or '(none)'}]",
-            hidden=True,  # `memoro help config` lists them; --help shows the commands
+            help=setting.help,
+            hidden=True,  # `memoro help config` lists them, with their defaults
         )(command)
     return command
 
@@ -45,9 +53,105 @@ SETTINGS_NOTE = (
 )
 
 
-class _Group(click.Group):
+COMMANDS: dict[str, str | tuple[str, ...]] = {
+    "chat": "chat",
+    "conversations": "history",
+    "export": "transfer",
+    "help": "_app",
+    "import": "transfer",
+    "jobs": "history",
+    "mcp": "mcp",
+    "memory": ("memory", "review"),
+    "migrate": "serve",
+    "prompt": "_app",
+    "reindex": "history",
+    "search": "history",
+    "serve": "serve",
+    "status": "history",
+    "token": "serve",
+    "tools": "_app",
+    "turn": "history",
+    "user": "users",
+    "watch": "watch",
+    "worker": "history",
+}
+"""Each command of ``memoro`` and the module of memoro.cli that defines it
+(then those that add subcommands to it)."""
+
+
+class _LazyCommands(dict[str, click.Command]):
+    """The commands of ``memoro`` by name: asking for one imports the module
+    that defines it (``COMMANDS``), which registers it; listing them imports
+    them all."""
+
+    def _have(self, name: object) -> None:
+        if isinstance(name, str) and name in COMMANDS and not super().__contains__(name):
+            modules = COMMANDS[name]
+            for module in (modules,) if isinstance(modules, str) else modules:
+                importlib.import_module(f"memoro.cli.{module}")
+
+    def _have_all(self) -> None:
+        for name in COMMANDS:
+            self._have(name)
+
+    def __getitem__(self, name: str) -> click.Command:
+        self._have(name)
+        return super().__getitem__(name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        self._have(name)
+        return super().get(name, default)
+
+    def __contains__(self, name: object) -> bool:
+        self._have(name)
+        return super().__contains__(name)
+
+    def __iter__(self) -> Iterator[str]:
+        self._have_all()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._have_all()
+        return super().__len__()
+
+    def keys(self) -> dict_keys[str, click.Command]:
+        self._have_all()
+        return super().keys()
+
+    def values(self) -> dict_values[str, click.Command]:
+        self._have_all()
+        return super().values()
+
+    def items(self) -> dict_items[str, click.Command]:
+        self._have_all()
+        return super().items()
+
+
+class _WholeSummaries(click.Group):
+    """A group whose help lists each command with the whole first sentence
+    of its help, wrapped if it must be, never cut off mid-sentence."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=10_000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+class _Group(_WholeSummaries):
     """Turns memoro's own errors into one-line messages with exit code 1;
-    its help lists the commands first and points to the settings."""
+    its help lists the commands first and points to the settings. Its
+    commands are imported when first asked for (``COMMANDS``)."""
+
+    group_class = _WholeSummaries  # memoro memory, memoro token…: whole summaries too
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = _LazyCommands(self.commands)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -78,6 +182,8 @@ def cli(ctx: click.Context, /, **settings: str | None) -> None:
 
 
 def open_memoro(ctx: click.Context) -> Memoro:
+    from memoro.service import Memoro
+
     settings: Settings = ctx.find_root().obj
     memoro = Memoro(settings.open_store(), settings, worker=False)
     ctx.call_on_close(memoro.close)
@@ -167,7 +273,7 @@ user_option = click.option(
 @click.option("--instructions", default="", help="Your agent's own stable instructions.")
 @click.pass_context
 def prompt(ctx: click.Context, user: str, fmt: str, instructions: str) -> None:
-    """Print the system prompt exactly as it would be sent this turn."""
+    """Print the system prompt exactly as this turn would send it."""
     system = open_memoro(ctx).system_prompt(user, instructions=instructions)
     if fmt == "text":
         emit_raw(system.text)
@@ -185,6 +291,8 @@ def prompt(ctx: click.Context, user: str, fmt: str, instructions: str) -> None:
 )
 def tools(fmt: str) -> None:
     """Print the tool definitions the model is given."""
+    from memoro.tools import anthropic_tools, openai_tools
+
     print_json(openai_tools() if fmt == "openai" else anthropic_tools())
 
 
@@ -215,7 +323,7 @@ def settings_help() -> str:
     for setting in SETTINGS:
         choices = f" ({'|'.join(setting.choices)})" if setting.choices else ""
         out.append(f"{setting.env}  {setting.option}{choices}")
-        out.append(f"    default: {setting.default or '(none)'}")
+        out.append(f"    default: {setting.shown_default}")
         for line in textwrap.wrap(setting.help, 76):
             out.append(f"    {line}")
         out.append("")

@@ -9,7 +9,7 @@ import time
 from types import TracebackType
 from typing import TextIO
 
-from memoro.tools import plural
+from memoro.words import plural
 
 __all__ = ["Progress", "duration", "plural"]
 

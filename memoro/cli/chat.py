@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING
 import click
 
 from memoro.cli._app import cli, user_option
+from memoro.cli.history import show_hits
 from memoro.errors import ModelError
 from memoro.service import Memoro
 from memoro.settings import Settings
-from memoro.tools import describe, render_search
+from memoro.tools import describe
 
 if TYPE_CHECKING:
     from memoro.agent import Agent
@@ -24,10 +25,11 @@ HELP = "Commands: /memory (show the block), /search QUERY, /new (new conversatio
 @user_option
 @click.pass_context
 def chat(ctx: click.Context, user: str) -> None:
-    """Chat with the configured model, with memoro's memory on every turn.
+    """Chat with your model, with memoro's memory on every turn.
 
-    Needs MEMORO_LLM (openai or anthropic) and MEMORO_LLM_MODEL; exits with
-    status 2 and says what to set when no model is configured.
+    The model is the one configured: it needs MEMORO_LLM (openai or
+    anthropic) and MEMORO_LLM_MODEL; exits with status 2 and says what to
+    set when no model is configured.
     """
     from memoro.agent import Agent, make_provider
     from memoro.errors import ConfigError
@@ -71,7 +73,10 @@ def _converse(memoro: Memoro, agent: Agent, user: str) -> None:
             continue
         if text.startswith("/search"):
             query = text.removeprefix("/search").strip()
-            click.echo(render_search(query, memoro.search(user, query)) if query else HELP)
+            if query:
+                show_hits(user, query, memoro.search(user, query))
+            else:
+                click.echo(HELP)
             continue
         if text == "/new":
             agent.new_conversation()

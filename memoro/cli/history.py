@@ -25,9 +25,8 @@ from memoro.cli._progress import Progress, duration, plural
 from memoro.errors import InvalidInput
 from memoro.history.fusion import Mode
 from memoro.inputs import turn_time
-from memoro.models import JobStatus, utc_text
+from memoro.models import JobStatus, SearchHits, utc_text
 from memoro.service import MAX_SEARCH_LIMIT, Memoro
-from memoro.tools import render_search
 
 TURN_FIELDS = ("conversation", "question", "answer", "at")
 
@@ -157,13 +156,20 @@ def _turn_from_stdin() -> tuple[str, str, str | None]:
 @user_option
 @click.argument("query")
 @click.option(
-    "--limit", "-n", default=5, show_default=True, type=click.IntRange(1, MAX_SEARCH_LIMIT)
+    "--limit",
+    "-n",
+    default=5,
+    show_default=True,
+    type=click.IntRange(1, MAX_SEARCH_LIMIT),
+    help=f"Show at most this many past turns, best first (1 to {MAX_SEARCH_LIMIT}).",
 )
 @click.option(
     "--mode",
     type=click.Choice([m.value for m in Mode]),
     default=Mode.HYBRID.value,
     show_default=True,
+    help="hybrid: by the words and by their meaning together, as the model's tool searches;"
+    " keyword: the exact words only; semantic: the meaning only.",
 )
 @click.option(
     "--after",
@@ -188,12 +194,30 @@ def search(
     before: str | None,
     as_json: bool,
 ) -> None:
-    """Search the user's past conversations, as the model's tool does."""
+    """Search past conversations, as the model's tool does."""
     hits = open_memoro(ctx).search(user, query, limit=limit, mode=mode, after=after, before=before)
     if as_json:
         print_json({"hits": [hit.to_json() for hit in hits], "warnings": list(hits.warnings)})
     else:
+        show_hits(user, query, hits, after, before)
+
+
+def show_hits(
+    user: str, query: str, hits: SearchHits, after: str | None = None, before: str | None = None
+) -> None:
+    """A search's hits for a person, as the model reads them; none found,
+    a note on stderr (the model's advice on what to do then is not for a
+    person)."""
+    from memoro.tools import render_search, window_text
+
+    if hits:
         click.echo(render_search(query, hits, after, before))
+        return
+    for warning in hits.warnings:
+        click.echo(f"Note: {warning}", err=True)
+    say_nothing(
+        f"Nothing in {user}'s past conversations matches {query!r}{window_text(after, before)}."
+    )
 
 
 @cli.group()
@@ -252,8 +276,10 @@ def conversations_show(ctx: click.Context, user: str, conversation: str, as_json
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_context
 def conversations_delete(ctx: click.Context, user: str, conversation: str, yes: bool) -> None:
-    """Delete a conversation: gone from search at once, purged from the
-    database right after."""
+    """Delete a conversation: out of search at once, purged right after.
+
+    It goes from the database as soon as it is out of search; this cannot
+    be undone."""
     memoro = open_memoro(ctx)
     if not memoro.conversation_turns(user, conversation):
         raise click.ClickException(f"no conversation {conversation!r}")
@@ -269,9 +295,9 @@ def conversations_delete(ctx: click.Context, user: str, conversation: str, yes: 
 @quiet_option
 @click.pass_context
 def worker(ctx: click.Context, once: bool, quiet: bool) -> None:
-    """Index finished turns and purge deleted conversations, until stopped.
+    """Index finished turns and purge deleted conversations.
 
-    Any number of workers can share one database. On SIGINT or SIGTERM the
+    It runs until stopped. Any number of workers can share one database. On SIGINT or SIGTERM the
     worker finishes the job in hand and exits.
     """
     memoro = open_memoro(ctx)
@@ -368,8 +394,11 @@ def reindex(ctx: click.Context, drop_other_models: bool, quiet: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON, for scripts.")
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
-    """The database, the embedding model, how many chunks are indexed and
-    whether a reindex is needed, and the job queue."""
+    """Show the database, the model, the index and the job queue.
+
+    Which database and embedding model are in use, how many chunks are
+    indexed and whether a reindex is needed, and the jobs waiting, running
+    and failed."""
     memoro = open_memoro(ctx)
     info = memoro.index_status()
     if as_json:

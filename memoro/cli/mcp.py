@@ -42,8 +42,10 @@ model, metrics) are the server's and chat's."""
 )
 @click.pass_context
 def mcp(ctx: click.Context, user: str, print_config: bool) -> None:
-    """Serve memoro's tools, and the block as a resource and a prompt, to an
-    MCP host over stdio. Add to a host as the command `memoro mcp`.
+    """Serve memoro to an MCP host over stdio, for the local user.
+
+    The host gets memoro's tools, and the block as a resource and a prompt.
+    Add it to a host as the command `memoro mcp`.
 
     A host starts the server with its own environment, not your shell's:
     `memoro mcp --config` prints the host configuration with the settings of

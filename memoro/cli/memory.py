@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import click
@@ -25,7 +21,7 @@ from memoro.cli._app import (
 )
 from memoro.errors import BlockChanged
 from memoro.models import DeleteResult, Outcome, Writer, WriteResult, block_json, utc_text
-from memoro.tools import plural
+from memoro.words import plural
 
 ETAG = re.compile(r"[0-9a-f]{32}")
 """An ETag as ``show --json`` prints it (quoted, as in HTTP, is taken too)."""
@@ -36,7 +32,7 @@ Debian's choice of the system's default)."""
 
 @cli.group()
 def memory() -> None:
-    """Read, write, edit, clear and audit a user's personal memory block."""
+    """Read, write, edit, clear and audit a user's memory block."""
 
 
 @memory.command("show")
@@ -98,11 +94,12 @@ def memory_set(ctx: click.Context, user: str, if_match: str | None, as_json: boo
 @user_option
 @click.pass_context
 def memory_edit(ctx: click.Context, user: str) -> None:
-    """Edit the block in $VISUAL or $EDITOR, else editor, nano or vi (writer: user).
+    """Edit the block in your text editor (writer: user).
 
-    If the block changed while the editor was open, nothing is saved: memoro
-    says "Memory was changed elsewhere.", shows what changed, and offers to
-    reopen your text; saving that overwrites the other change.
+    The editor is $VISUAL or $EDITOR, else editor, nano or vi. If the block
+    changed while the editor was open, nothing is saved: memoro says "Memory
+    was changed elsewhere.", shows what changed, and offers to reopen your
+    text; saving that overwrites the other change.
     """
     memoro = open_memoro(ctx)
     stored = memoro.read_block(user)
@@ -183,6 +180,8 @@ def cleared(result: DeleteResult, user: str) -> str:
 
 def _confirm(question: str, text: str) -> bool:
     """Ask; on no (or no terminal), keep ``text`` in a file and exit 1."""
+    import tempfile
+
     try:
         if click.confirm(question, default=True, err=True):
             return True
@@ -196,6 +195,11 @@ def _confirm(question: str, text: str) -> bool:
 
 
 def _run_editor(text: str) -> str:
+    # loaded here, for `memory edit` alone
+    import shlex
+    import subprocess
+    import tempfile
+
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or _fallback_editor()
     if not editor:
         raise click.ClickException(
@@ -219,6 +223,8 @@ def _run_editor(text: str) -> str:
 
 
 def _fallback_editor() -> str | None:
+    import shutil
+
     return next((found for name in FALLBACK_EDITORS if (found := shutil.which(name))), None)
 
 

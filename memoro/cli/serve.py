@@ -261,10 +261,11 @@ def token() -> None:
 )
 @click.pass_context
 def token_issue(ctx: click.Context, user: str, ttl: int) -> None:
-    """Print a user token: a JWT (HS256) signed with MEMORO_SECRET, with the
-    user in MEMORO_USER_CLAIM and the issuer and audience memoro checks. For
-    tests and scripts; your application signs its own the same way with any
-    JWT library."""
+    """Print a user token signed with MEMORO_SECRET.
+
+    The token is a JWT (HS256) with the user in MEMORO_USER_CLAIM and the
+    issuer and audience memoro checks. For tests and scripts; your
+    application signs its own the same way with any JWT library."""
     settings: Settings = ctx.find_root().obj
     signer = Signer(
         settings.secret,
@@ -278,8 +279,10 @@ def token_issue(ctx: click.Context, user: str, ttl: int) -> None:
 @cli.command("migrate")
 @click.pass_context
 def migrate(ctx: click.Context) -> None:
-    """Create or upgrade memoro's tables in MEMORO_DATABASE_URL (PostgreSQL;
-    run it as the role that owns them). SQLite migrates itself on open."""
+    """Create or upgrade memoro's tables in PostgreSQL.
+
+    The database is MEMORO_DATABASE_URL; run it as the role that owns the
+    tables. SQLite migrates itself on open."""
     settings: Settings = ctx.find_root().obj
     if not settings.migrate():
         click.echo(f"SQLite migrates itself when opened: {settings.database_path}")

@@ -24,7 +24,9 @@ from memoro.service import Memoro
 
 
 @cli.command("import")
-@click.argument("file", type=click.Path(exists=True, allow_dash=True, path_type=Path))
+@click.argument(
+    "file", metavar="PATH", type=click.Path(exists=True, allow_dash=True, path_type=Path)
+)
 @user_option
 @click.option(
     "--format",
@@ -32,7 +34,7 @@ from memoro.service import Memoro
     type=click.Choice(FORMATS),
     default="auto",
     show_default=True,
-    help="What FILE is; auto tells it from the file (each log, in a folder).",
+    help="What PATH is; auto tells it from the file (each log, in a folder).",
 )
 @no_index_option
 @quiet_option
@@ -40,9 +42,9 @@ from memoro.service import Memoro
 def import_file(
     ctx: click.Context, file: Path, user: str, fmt: str, no_index: bool, quiet: bool
 ) -> None:
-    """Import a user's past conversations from FILE ('-' for stdin).
+    """Import a user's past conversations from a file or a folder.
 
-    FILE is an export the user downloaded — ChatGPT or Claude.ai (the zip,
+    PATH ('-' for standard input) is an export the user downloaded — ChatGPT or Claude.ai (the zip,
     or conversations.json from it), Open WebUI or LibreChat (JSON),
     SillyTavern (a chat's .jsonl) — or memoro's own: its export, or JSON
     Lines of {"conversation", "question", "answer", "at"} (every line is
@@ -51,7 +53,7 @@ def import_file(
     instructions, reasoning and tool traffic are left out and counted.
     Importing a newer export of the same account adds only what is new.
 
-    FILE may also be a coding agent's session log, or a folder of them
+    PATH may also be a coding agent's session log, or a folder of them
     searched through: ~/.claude/projects (Claude Code), ~/.codex/sessions
     (Codex CLI). A turn still being written is left for a later import, or
     for `memoro watch`, which follows the logs as they grow.
@@ -190,9 +192,11 @@ def _details(report: ImportReport) -> list[str]:
 @user_option
 @click.pass_context
 def export(ctx: click.Context, user: str) -> None:
-    """Write everything memoro holds about a user as JSON to standard
-    output: the memory block, its audit log, every conversation with its
-    turns. `memoro import` reads it back (into another memoro, or this one)."""
+    """Write everything memoro holds about a user, as JSON.
+
+    The memory block, its audit log and every conversation with its turns
+    go to standard output. `memoro import` reads it back (into another
+    memoro, or this one)."""
     for part in open_memoro(ctx).export(user):
         sys.stdout.write(part)
     sys.stdout.flush()

@@ -11,7 +11,7 @@ from memoro.cli._app import cli, open_memoro, user_option
 from memoro.cli.watch import state_name
 from memoro.models import UserDeletion
 from memoro.settings import Settings
-from memoro.tools import plural
+from memoro.words import plural
 
 
 @cli.group()
@@ -25,12 +25,14 @@ def user() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print what was deleted as JSON.")
 @click.pass_context
 def user_delete(ctx: click.Context, user: str, yes: bool, as_json: bool) -> None:
-    """Delete everything memoro holds for a user: the memory block and its
-    audit, every conversation and its index, queued jobs, imports and
-    uploads, and what `memoro watch` kept of the user's logs. An import or
-    a `memoro watch` of the user still running is cancelled (it stores
-    nothing more). True on disk as after any deletion; this cannot be
-    undone. The user id can be used again at once."""
+    """Delete everything memoro holds for a user.
+
+    That is the memory block and its audit, every conversation and its
+    index, queued jobs, imports and uploads, and what `memoro watch` kept of
+    the user's logs. An import or a `memoro watch` of the user still running
+    is cancelled (it stores nothing more). True on disk as after any
+    deletion; this cannot be undone. The user id can be used again at once.
+    """
     memoro = open_memoro(ctx)
     if not yes:
         held = plural(len(memoro.list_conversations(user)), "conversation")

@@ -93,7 +93,7 @@ def watch(
     once: bool,
     no_index: bool,
 ) -> None:
-    """Follow coding-agent session logs and import each finished turn for a user.
+    """Import each finished turn of coding agents' session logs.
 
     PATHS are session logs or folders searched through (default: Claude
     Code's ~/.claude/projects and Codex CLI's ~/.codex/sessions, or where

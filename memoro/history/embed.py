@@ -10,24 +10,22 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
-import numpy.typing as npt
-
 from memoro.errors import ConfigError, MemoroError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # NumPy loads with the first text embedded, not with this module
+    import numpy as np
+    import numpy.typing as npt
+
     from memoro.history.minilm import MiniLM
     from memoro.settings import Settings
 
-log = logging.getLogger("memoro.model")
+    Floats = npt.NDArray[np.float32]
 
-Floats = npt.NDArray[np.float32]
+log = logging.getLogger("memoro.model")
 
 MODEL_IDS = {"fp32": "local/all-MiniLM-L6-v2", "int8": "local/all-MiniLM-L6-v2-int8"}
 """The local model's ids: fp32 gives sentence-transformers' vectors, int8
@@ -127,6 +125,8 @@ class LocalEmbedder:
         return [ids[s : s + self.window] for s in starts]
 
     def _encode(self, sequences: list[list[int]]) -> Floats:
+        import numpy as np
+
         model = self._encoder()
         # similar lengths share a batch, so little of it is padding
         order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
@@ -164,6 +164,11 @@ class ApiEmbedder:
         self.model_id = f"api/{model}"
 
     def _post(self, inputs: list[str]) -> list[Floats]:
+        import urllib.error
+        import urllib.request
+
+        import numpy as np
+
         body = json.dumps({"model": self.model, "input": inputs}).encode()
         request = urllib.request.Request(
             f"{self.base_url}/embeddings",

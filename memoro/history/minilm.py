@@ -12,13 +12,15 @@ overlapping windows so every word of a chunk is embedded.
 from __future__ import annotations
 
 from pathlib import Path
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from memoro.errors import ConfigError
 
-Floats = npt.NDArray[np.float32]
+if TYPE_CHECKING:  # NumPy loads with the model, not with model_dir (memoro status)
+    import numpy as np
+    import numpy.typing as npt
+
+    Floats = npt.NDArray[np.float32]
 
 MAX_TOKENS = 256
 
@@ -82,6 +84,8 @@ class MiniLM:
 
     def encode_ids(self, sequences: list[list[int]]) -> Floats:
         """Embed sequences of word-piece ids (each at most MAX_TOKENS - 2)."""
+        import numpy as np
+
         if not sequences:
             return np.zeros((0, self.dim), dtype=np.float32)
         batch = [[self.cls_id, *ids[: MAX_TOKENS - 2], self.sep_id] for ids in sequences]

@@ -26,18 +26,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memoro import metrics
 from memoro.errors import ConfigError, MemoroError
@@ -45,6 +40,12 @@ from memoro.history.chunking import chunk, turn_text
 from memoro.history.embed import Embedder, LocalEmbedder
 from memoro.models import Job
 from memoro.store.base import Store
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Floats = npt.NDArray[np.float32]
 
 log = logging.getLogger("memoro.worker")
 
@@ -58,7 +59,6 @@ GROUP_CHARS = 48_000
 leases of a batch's remaining jobs are renewed between groups."""
 
 T = TypeVar("T")
-Floats = npt.NDArray[np.float32]
 
 
 CGROUP = Path("/sys/fs/cgroup")
@@ -93,6 +93,16 @@ def cgroup_cpu_limit(cgroup: Path = CGROUP) -> int | None:
         return max(1, -(-int(quota) // int(period)))
     except (OSError, ValueError):
         return None
+
+
+def _hostname() -> str:
+    """This machine's name: socket.gethostname() without loading socket
+    where os.uname() says the same (every command makes a worker's name)."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
+    return socket.gethostname()
 
 
 def backoff(attempts: int) -> float:
@@ -186,7 +196,7 @@ class Worker:
         self.handlers = dict(handlers or {})
         self.schedules = list(schedules)
         self._scheduled = [-s.every for s in self.schedules]  # monotonic: none yet
-        self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.name = name or f"{_hostname()}:{os.getpid()}:{os.urandom(4).hex()}"
         self.threads = max(1, threads)
         self.lease_seconds = lease_seconds
         self.retry_after = retry_after

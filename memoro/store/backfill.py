@@ -8,8 +8,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from memoro.store import keywords
-
 BATCH = 500
 """Turns read at a time."""
 
@@ -61,6 +59,8 @@ def _batches(conn: _Conn, by_user: bool) -> Iterator[list[Any]]:
 
 def _user_batch(conn: _Conn, user_id: str, turns: list[Any]) -> int:
     """Question terms for the chunks of one user's ``turns``."""
+    from memoro.store import keywords  # only when there are turns: a new file needs none
+
     marks = ",".join("?" * len(turns))
     chunks: dict[int, list[tuple[int, str]]] = {}
     for row in conn.execute(

@@ -19,10 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Protocol
 
 from memoro.models import (
     AuditEntry,
@@ -43,6 +40,10 @@ from memoro.models import (
     Turn,
     UserDeletion,
 )
+
+if TYPE_CHECKING:  # NumPy loads with the first search or indexing, not with the store
+    import numpy as np
+    import numpy.typing as npt
 
 
 class BlockTransaction(Protocol):

@@ -7,15 +7,17 @@ run a script.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import resources
+from pathlib import Path
 
 from memoro.errors import MigrationError
 from memoro.store.dialect import Conn, Dialect, utcnow
 
 _NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
+SQL = Path(__file__).with_name("sql")
 
 
 @dataclass(frozen=True)
@@ -25,9 +27,16 @@ class Migration:
     sql: str
 
 
+def count(dialect: str) -> int:
+    """How many migrations ship for ``dialect``: the schema version this
+    memoro needs, from the files' names alone (opening a store that is up
+    to date reads no script)."""
+    return sum(1 for name in os.listdir(SQL / dialect) if _NAME.match(name))
+
+
 def load(dialect: str) -> list[Migration]:
     """The migrations shipped for ``dialect``, in order."""
-    folder = resources.files("memoro.store") / "sql" / dialect
+    folder = SQL / dialect
     found = []
     for entry in folder.iterdir():
         match = _NAME.match(entry.name)

@@ -8,17 +8,18 @@ from __future__ import annotations
 import abc
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, ClassVar
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from memoro.models import Conversation, Job, NewTurn, RecordedTurn, Turn, preview
-from memoro.store import keywords
 from memoro.store.dialect import Conn, Dialect, utcnow
-from memoro.store.memory import saved
 from memoro.store.queue import SqlQueue, finish
 from memoro.store.users import check_epoch
+
+if TYPE_CHECKING:  # loaded with the first turn indexed or index saved, not with the store
+    import numpy as np
+    import numpy.typing as npt
+
+    from memoro.store import keywords
 
 VISIBLE = (
     " JOIN conversations cv ON cv.user_id = t.user_id AND cv.id = t.conversation_id"
@@ -273,6 +274,8 @@ class SqlTurns(SqlQueue):
             ).fetchone()
             if row is None or row["indexed_at"] is not None:
                 return True  # purged, deleted or already indexed: nothing to add
+            from memoro.store import keywords
+
             parts = keywords.question_parts(row["question"], list(chunks))
             for ordinal, (text, part) in enumerate(zip(chunks, parts, strict=True)):
                 found = keywords.chunk_terms(text, part)
@@ -364,6 +367,8 @@ class SqlTurns(SqlQueue):
         """Save a copy of a user's in-memory index (``memory/saved.py``),
         in parts, unless the user changed generation since it was built (a
         user's writers are serialized, so no deletion slips in between)."""
+        from memoro.store.memory import saved
+
         table, column = self._generations
         with self._write(user_id) as conn:
             row = conn.execute(

@@ -8,8 +8,7 @@ again on their user's next search. The entries themselves live in
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
+import functools
 import gc
 import threading
 from collections import OrderedDict
@@ -68,7 +67,11 @@ class Budget:
                 self._used -= old[0]
 
 
+@functools.cache  # looked up at the first load (finding libc may run ldconfig), not on import
 def _libc_trim() -> Callable[[int], int] | None:
+    import ctypes
+    import ctypes.util
+
     name = ctypes.util.find_library("c")
     try:
         return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
@@ -76,15 +79,13 @@ def _libc_trim() -> Callable[[int], int] | None:
         return None
 
 
-_MALLOC_TRIM = _libc_trim()
-
-
 def give_back_memory() -> None:
     """Return the heap that a load's transient rows and arrays freed to the
     operating system (glibc keeps it otherwise: ~200 MB of RSS after
     loading a user with 100k chunks); a no-op where there is no glibc."""
-    if _MALLOC_TRIM is not None:
-        _MALLOC_TRIM(0)
+    trim = _libc_trim()
+    if trim is not None:
+        trim(0)
 
 
 _loads = 0

@@ -1,24 +1,29 @@
 """The search methods a store gets from the in-memory indexes: BM25,
 semantic scoring and neighbour context, each over one user's chunks; and
-opening and closing those indexes."""
+opening and closing those indexes.
+
+The indexes (and NumPy with them) are made when first used: a store opened
+to read a block or list conversations — most commands — never loads them."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from memoro.store.base import KeywordHits, TurnContext
-from memoro.store.keywords import query
-from memoro.store.memory import source
-from memoro.store.memory.bm25 import KeywordIndex, Reading, _UserIndex
-from memoro.store.memory.budget import Budget
-from memoro.store.memory.saved import Keep, Saver
-from memoro.store.memory.source import Changes, Since, Snapshot
-from memoro.store.memory.vectors import Scorer, VectorCache, VectorReading, _Groups
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from memoro.store.memory.bm25 import KeywordIndex, Reading, _UserIndex
+    from memoro.store.memory.budget import Budget
+    from memoro.store.memory.saved import Keep, Saver
+    from memoro.store.memory.source import Changes, Since, Snapshot
+    from memoro.store.memory.vectors import Scorer, VectorCache, VectorReading, _Groups
 
 
 @dataclass(frozen=True)
@@ -32,22 +37,41 @@ class IndexView:
     def keyword_search(
         self, text: str, limit: int, turns: npt.NDArray[np.int64] | None = None
     ) -> KeywordHits:
+        from memoro.store.keywords import query
+
         return self.index.search(query(text), limit, turns)
 
     def semantic(self, vector: npt.NDArray[np.float32]) -> Scorer:
+        import numpy as np
+
+        from memoro.store.memory.vectors import Scorer
+
         return Scorer(self.groups, vector.astype(np.float32, copy=False))
 
     def turn_context(self, turn_ids: Sequence[int] | npt.NDArray[np.int64]) -> TurnContext:
+        import numpy as np
+
         return self.index.context(np.asarray(turn_ids, dtype=np.int64))
+
+
+class _Indexes:
+    """A store's indexes, once made (a plain class: one dataclass fewer to
+    build when a command starts)."""
+
+    def __init__(
+        self, budget: Budget, saver: Saver, vectors: VectorCache, keywords: KeywordIndex
+    ) -> None:
+        self.budget, self.saver, self.vectors, self.keywords = budget, saver, vectors, keywords
 
 
 class IndexedSearch:
     """Search methods over a store's ``keywords`` and ``vectors`` caches."""
 
-    budget: Budget
-    saver: Saver
-    vectors: VectorCache
-    keywords: KeywordIndex
+    _read_user: Callable[[str], AbstractContextManager[Snapshot]]
+    _changes: Callable[[str, Since], Changes]
+    _index_source: tuple[int, Keep]
+    _indexes: _Indexes | None
+    _indexes_made: threading.Lock
 
     def _open_indexes(
         self,
@@ -59,25 +83,63 @@ class IndexedSearch:
         """The caches over ``read`` (one consistent read of a user), within
         ``cache_mb`` MB, saving large users' copies through ``keep``;
         ``changes`` reads what a cached user gained since (by default
-        through ``read``; a backend may do it in one round trip)."""
+        through ``read``; a backend may do it in one round trip). They are
+        made when first used."""
         self._read_user = read
         self._changes = changes or self._changes_through_read
-        self.budget = Budget(cache_mb << 20)
-        self.saver = Saver(keep)
-        self.vectors = VectorCache(read, self.budget, self.saver)
-        self.keywords = KeywordIndex(
-            read, self.budget, on_load=self.vectors.prefetch, saver=self.saver
-        )
+        self._index_source = (cache_mb, keep)
+        self._indexes = None
+        self._indexes_made = threading.Lock()
+
+    def _made_indexes(self) -> _Indexes:
+        if self._indexes is None:
+            with self._indexes_made:
+                if self._indexes is None:
+                    from memoro.store.memory.bm25 import KeywordIndex
+                    from memoro.store.memory.budget import Budget
+                    from memoro.store.memory.saved import Saver
+                    from memoro.store.memory.vectors import VectorCache
+
+                    cache_mb, keep = self._index_source
+                    budget = Budget(cache_mb << 20)
+                    saver = Saver(keep)
+                    vectors = VectorCache(self._read_user, budget, saver)
+                    keywords = KeywordIndex(
+                        self._read_user, budget, on_load=vectors.prefetch, saver=saver
+                    )
+                    self._indexes = _Indexes(budget, saver, vectors, keywords)
+        return self._indexes
+
+    @property
+    def budget(self) -> Budget:
+        return self._made_indexes().budget
+
+    @property
+    def saver(self) -> Saver:
+        return self._made_indexes().saver
+
+    @property
+    def vectors(self) -> VectorCache:
+        return self._made_indexes().vectors
+
+    @property
+    def keywords(self) -> KeywordIndex:
+        return self._made_indexes().keywords
 
     def _changes_through_read(self, user_id: str, since: Since) -> Changes:
+        from memoro.store.memory import source
+
         with self._read_user(user_id) as rows:
             return source.changes(rows, since)
 
     def _close_indexes(self) -> None:
         """Finish the copies being saved, then drop every cached index."""
-        self.saver.close()
-        self.vectors.forget()
-        self.keywords.forget()
+        with self._indexes_made:
+            made = self._indexes
+        if made is not None:
+            made.saver.close()
+            made.vectors.forget()
+            made.keywords.forget()
 
     def prepare_search(self, user_id: str, model: str | None) -> bool:
         """What the worker calls after indexing or purging a user's chunks:
@@ -98,6 +160,8 @@ class IndexedSearch:
         cached here; else of the user, loading what is not cached (a first
         search of a large user reads the vectors on another thread while
         the postings sort, and waits for them holding no connection)."""
+        from memoro.store.memory.source import Since
+
         index = self.keywords.cached(user_id)
         entry = self.vectors.cached(user_id, model) if model is not None else None
         if index is not None and (model is None or entry is not None):

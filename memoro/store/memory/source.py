@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:  # a backend opens without NumPy; its snapshots' readers load it
+    import numpy as np
+    import numpy.typing as npt
 
-Ints = npt.NDArray[np.int64]
-Floats = npt.NDArray[np.float32]
+    Ints = npt.NDArray[np.int64]
+    Floats = npt.NDArray[np.float32]
 
 
 @dataclass(frozen=True)

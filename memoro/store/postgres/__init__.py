@@ -120,7 +120,7 @@ class PostgresStore(
     def _check_schema(self) -> None:
         """Migrate a database that has no memoro tables yet (when this role
         may); refuse one whose schema is older or newer than this memoro."""
-        known = len(migrations.load("postgres"))
+        known = migrations.count("postgres")
         try:
             with self.pool.connection() as conn:
                 present = conn.execute(

@@ -19,7 +19,7 @@ class PgHealth(SqlBackend):
         with self._queue(write=False) as conn:
             row = conn.execute("SELECT coalesce(max(version), 0) AS v FROM schema_migrations")
             found = row.fetchone()
-        return int(found["v"]), len(migrations.load("postgres"))
+        return int(found["v"]), migrations.count("postgres")
 
     def queue_stats(self) -> QueueStats:
         counts = dict.fromkeys(JobStatus, 0)

@@ -135,7 +135,19 @@ class Database:
             self._all.clear()
         self._local = threading.local()
 
+    def _up_to_date(self) -> bool:
+        """Whether the file has this memoro's schema already: one read,
+        without the write lock or the migration scripts."""
+        try:
+            row = self.connect().execute("SELECT max(version) FROM schema_migrations").fetchone()
+        except sqlite3.Error:  # a new file: no table yet
+            return False
+        return bool(row[0] == migrations.count("sqlite"))
+
     def _migrate(self) -> None:
+        if self._up_to_date():
+            return
+
         def run(migration: migrations.Migration) -> None:
             for statement in _statements(migration.sql):
                 conn.execute(statement)

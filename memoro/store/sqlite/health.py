@@ -16,7 +16,7 @@ class Health:
 
     def schema_versions(self) -> tuple[int, int]:
         row = self.db.connect().execute("SELECT max(version) FROM schema_migrations").fetchone()
-        return int(row[0] or 0), len(migrations.load("sqlite"))
+        return int(row[0] or 0), migrations.count("sqlite")
 
     def queue_stats(self) -> QueueStats:
         conn = self.db.connect()

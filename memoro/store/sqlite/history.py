@@ -6,17 +6,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from memoro.models import Job
 from memoro.store.dialect import Conn
-from memoro.store.keywords import ChunkTerms
 from memoro.store.memory.search import IndexedSearch
 from memoro.store.queue import finish
 from memoro.store.sqlite._db import Database, iso, now
 from memoro.store.turns import VISIBLE, VISIBLE_CHUNKS, SqlTurns, idle_before
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from memoro.store.keywords import ChunkTerms
 
 
 def _placeholders(n: int) -> str:
@@ -41,6 +44,8 @@ class History(IndexedSearch, SqlTurns):
     def _insert_vectors(
         self, conn: Conn, chunk_id: int, user_id: str, model: str, windows: npt.NDArray[np.float32]
     ) -> None:
+        import numpy as np
+
         conn.executemany(
             "INSERT INTO vectors (chunk_id, user_id, model, part, embedding)"
             " VALUES (?, ?, ?, ?, ?)",

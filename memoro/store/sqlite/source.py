@@ -9,8 +9,6 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import numpy as np
-
 from memoro.store.memory.source import ChunkRows, VectorRows
 from memoro.store.sqlite._db import Database
 
@@ -87,6 +85,8 @@ class SqliteSnapshot:
         return ChunkRows.of(rows) if rows else ChunkRows.none()
 
     def vectors(self, model: str, after: int) -> Iterator[VectorRows]:
+        import numpy as np  # loaded for a search, not with the store
+
         if after == 0:
             hidden = np.array(
                 [r[0] for r in self._conn.execute(_HIDDEN_TURNS, (self._user,))], np.int64
