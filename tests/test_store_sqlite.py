@@ -19,7 +19,7 @@ import pytest
 
 from memoro.auth import Signer
 from memoro.errors import MigrationError
-from memoro.models import Writer
+from memoro.models import NewTurn, Writer
 from memoro.service import Memoro
 from memoro.settings import Settings
 from memoro.store import migrations
@@ -247,12 +247,38 @@ def test_opening_waits_for_another_process_upgrading_the_file(
     monkeypatch.setattr(_db, "BUSY_TIMEOUT", 0.2)
     monkeypatch.setattr(_db, "MIGRATION_WAIT", 20.0)
     holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    # the file as it was before its last migration, which the holder applies
+    latest = holder.execute("SELECT * FROM schema_migrations ORDER BY version DESC").fetchone()
+    holder.execute("DELETE FROM schema_migrations WHERE version = ?", (latest[0],))
     holder.execute("BEGIN IMMEDIATE")  # as the upgrading process does
+    holder.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)", latest)
     threading.Timer(1.0, lambda: holder.execute("COMMIT")).start()
     started = time.monotonic()
     SqliteStore(path).close()
     assert time.monotonic() - started >= 0.9
     assert "waiting for another memoro process to upgrade" in caplog.text
+    holder.close()
+
+
+def test_opening_an_up_to_date_file_waits_for_no_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file at this memoro's schema is opened with one read: a command
+    that shows a block does not wait for another process's long write."""
+    from memoro.store.sqlite import _db
+
+    path = tmp_path / "memoro.db"
+    first = SqliteStore(path)
+    first.record_turns("ann", [NewTurn("c1", "Which room?", "Room 4")])
+    first.close()
+    monkeypatch.setattr(_db, "BUSY_TIMEOUT", 0.2)
+    monkeypatch.setattr(_db, "MIGRATION_WAIT", 0.5)  # a wait would fail, not pass late
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # a long import, say, holds the write lock
+    reader = SqliteStore(path)
+    assert [c.id for c in reader.list_conversations("ann", None)] == ["c1"]
+    reader.close()
+    holder.execute("COMMIT")
     holder.close()
 
 
