@@ -202,9 +202,21 @@ class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
+class _EveryRetry(logging.Filter):
+    """Drops psycopg_pool's warning of each failed attempt to reconnect: while
+    PostgreSQL cannot be reached they come every second or so, and memoro
+    says it once itself."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("error connecting in")
+
+
 def log_to_stderr(level: str) -> None:
     """memoro's log lines on stderr at ``level`` (MEMORO_LOG_LEVEL), for the
     long-running commands."""
+    pool = logging.getLogger("psycopg.pool")
+    if not any(isinstance(f, _EveryRetry) for f in pool.filters):
+        pool.addFilter(_EveryRetry())
     logger = logging.getLogger("memoro")
     logger.setLevel(level.upper())
     logger.propagate = False  # a library's root handler would print each line twice

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memoro import metrics
-from memoro.errors import ConfigError, MemoroError
+from memoro.errors import ConfigError, MemoroError, StoreError
 from memoro.history.chunking import chunk, turn_text
 from memoro.history.embed import Embedder, LocalEmbedder
 from memoro.models import Job
@@ -150,6 +150,11 @@ to give the chunks indexed meanwhile their vectors."""
 VECTOR_BATCH = 32
 """Chunks given their vectors at once, between the worker's looks at its jobs."""
 
+UNREACHABLE_STOP_SECONDS = 2.0
+"""How long a stop waits for the worker's threads while the database
+cannot be reached: a thread waiting on it then waits for nothing, and the
+jobs it holds go back to the queue when their leases end."""
+
 LONG_JOBS = frozenset({"import_file", "review_block"})
 """Kinds that can take minutes: run alone, the rest of their batch given back."""
 
@@ -212,6 +217,8 @@ class Worker:
         self.model_retry = model_retry
         self.retain_days = retain_days  # 0: conversations are kept for ever
         self._retry_model_at = 0.0  # monotonic time
+        self._unreachable = False  # the database could not be reached lately
+        self._reach = threading.Lock()  # guards the one above
 
     def run_once(self, user_id: str | None = None) -> int:
         """Claim a batch of due jobs (only ``user_id``'s, if given) and run
@@ -302,15 +309,23 @@ class Worker:
         try:
             if dropped := self.store.drop_stale_uploads():
                 log.info("deleted %d upload(s) cut off by a server that stopped", dropped)
-        except Exception:  # the next sweep tries again
-            log.warning("deleting uploads cut off by a stopped server failed", exc_info=True)
+        except Exception as exc:  # the next sweep tries again
+            log.warning(
+                "deleting uploads cut off by a stopped server failed: %s",
+                one_line(exc),
+                exc_info=not isinstance(exc, StoreError),
+            )
         if not self.retain_days:
             return False
         try:
             cutoff = datetime.now(UTC) - timedelta(days=self.retain_days)
             expired = self.store.expire_conversations(cutoff)
-        except Exception:  # the next sweep tries again
-            log.warning("deleting conversations past retention failed", exc_info=True)
+        except Exception as exc:  # the next sweep tries again
+            log.warning(
+                "deleting conversations past retention failed: %s",
+                one_line(exc),
+                exc_info=not isinstance(exc, StoreError),
+            )
             return False
         if expired:
             log.info("deleted %d conversation(s) older than %d days", expired, self.retain_days)
@@ -341,8 +356,12 @@ class Worker:
                 return
             try:
                 self.store.prepare_search(user_id, model)
-            except Exception:  # an optimisation: the next search builds instead
-                log.warning("preparing the search indexes of a user failed", exc_info=True)
+            except Exception as exc:  # an optimisation: the next search builds instead
+                log.warning(
+                    "preparing the search indexes of a user failed: %s",
+                    one_line(exc),
+                    exc_info=not isinstance(exc, StoreError),
+                )
 
     def _run_group(self, left: list[Job]) -> None:
         """Run the next job, or the next run of turns to index (up to
@@ -489,12 +508,21 @@ class Worker:
             raise _Failed from exc
 
     def run_forever(self) -> None:
-        """Run jobs until ``stop`` is called: this thread is one of the
-        worker's threads."""
+        """Run jobs until ``stop`` is called (a signal handler may call
+        it), then wait for the job in hand as ``stop`` does. The jobs run on
+        background threads; this one only waits, so that a stop is never
+        held up by a database that stopped answering mid-query."""
         self._stop.clear()
-        self._start_threads(first=1)
-        self._loop(0)
-        self._join()
+        self._start_threads(first=0)
+        while not self._stop.wait(IDLE_POLL_SECONDS):
+            pass
+        self.stop()
+        if self._running:
+            log.info(
+                "stopping without %d worker thread(s) still waiting on the database;"
+                " the jobs they hold go back to the queue when their leases end",
+                len(self._running),
+            )
 
     # -- in the background ---------------------------------------------------
 
@@ -510,10 +538,14 @@ class Worker:
             event.set()
 
     def stop(self, timeout: float | None = 30) -> None:
-        """Stop after the group of turns in hand; jobs not started yet go
-        back to the queue at once."""
+        """Stop after the group of turns in hand, waiting at most
+        ``timeout`` seconds for it (UNREACHABLE_STOP_SECONDS while the
+        database cannot be reached); jobs not started yet go back to the
+        queue at once."""
         self._stop.set()
         self.wake()
+        if self._unreachable and (timeout is None or timeout > UNREACHABLE_STOP_SECONDS):
+            timeout = UNREACHABLE_STOP_SECONDS
         self._join(timeout)
 
     def _start_threads(self, first: int) -> None:
@@ -534,9 +566,29 @@ class Worker:
             thread.start()
 
     def _join(self, timeout: float | None = None) -> None:
+        """Wait for the threads, ``timeout`` seconds for all of them."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         for thread in self._running:
-            thread.join(timeout)
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
         self._running = [t for t in self._running if t.is_alive()]
+
+    def _cannot_reach(self, exc: StoreError) -> None:
+        """The database is down or cut off: said once, not on every try
+        (nor when the stop itself closed the connections)."""
+        with self._reach:
+            if self._unreachable or self._stop.is_set():
+                return
+            self._unreachable = True
+        log.warning(
+            "cannot reach the database (%s); indexing goes on when it answers", one_line(exc)
+        )
+
+    def _reached(self) -> None:
+        with self._reach:
+            if not self._unreachable:
+                return
+            self._unreachable = False
+        log.info("the database answers again; indexing goes on")
 
     def _loop(self, i: int) -> None:
         if i == 0:
@@ -552,11 +604,21 @@ class Worker:
             try:
                 self._drain(None, None)
                 more = i == 0 and self._fill_vectors()  # jobs first, a batch at a time
-            except Exception:  # the database is busy or gone; try again later
-                log.exception("worker loop error")
+            except StoreError as exc:  # the database is gone or cut off: try again later
+                self._cannot_reach(exc)
+            except Exception:
+                if not self._stop.is_set():
+                    log.exception("worker loop error")
+            else:
+                self._reached()
             if not more:
                 wake.wait(IDLE_POLL_SECONDS)
                 wake.clear()
+
+
+def one_line(exc: BaseException) -> str:
+    """An error's message on one line (a driver's may take several)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def add_missing_vectors(store: Store, embedder: Embedder, batch: int) -> dict[str, int]:

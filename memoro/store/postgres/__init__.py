@@ -33,7 +33,7 @@ from memoro.store.blocks import SqlBlocks, SqlBlockTransaction, block_from_row
 from memoro.store.dialect import Conn
 from memoro.store.memory import budget
 from memoro.store.memory.source import Changes, Since
-from memoro.store.postgres._db import JOBS_CHANNEL, PG, PgConn, migrate, one_line
+from memoro.store.postgres._db import ALIVE, JOBS_CHANNEL, PG, PgConn, migrate, one_line
 from memoro.store.postgres.blocks_cache import BlockCache
 from memoro.store.postgres.health import PgHealth
 from memoro.store.postgres.history import PgHistory
@@ -48,9 +48,12 @@ log = logging.getLogger("memoro.store")
 
 POOL_TIMEOUT = 10.0
 """Seconds a request waits for a database connection before it fails."""
-CONNECT_TIMEOUT = 5
-"""Seconds opening the store waits for a first connection (a host that does
-not answer at all)."""
+CONNECT_TIMEOUT = int(ALIVE["connect_timeout"])
+"""Seconds opening the store, or the pool, waits for a connection (a host
+that does not answer at all)."""
+CLOSE_TIMEOUT = CONNECT_TIMEOUT + 2.0
+"""Seconds closing waits for the pool's threads: a connection attempt under
+way ends within CONNECT_TIMEOUT, and then they stop."""
 
 
 def _reachable(url: str) -> None:
@@ -88,7 +91,7 @@ class PostgresStore(
                 url,
                 min_size=min_size,
                 max_size=max_size,
-                kwargs={"row_factory": dict_row, "autocommit": False},
+                kwargs={"row_factory": dict_row, "autocommit": False, **ALIVE},
                 # a connection broken by a database restart or failover is
                 # replaced before use, not handed to a request
                 check=ConnectionPool.check_connection,
@@ -281,7 +284,7 @@ class PostgresStore(
     def close(self) -> None:
         self.blocks.close()
         self._close_indexes()
-        self.pool.close()
+        self.pool.close(timeout=CLOSE_TIMEOUT)
 
 
 __all__ = ["PostgresStore", "migrate"]

@@ -71,6 +71,21 @@ class PgConn:
         return cursor
 
 
+ALIVE: dict[str, Any] = {
+    "connect_timeout": 5,
+    "keepalives_idle": 5,
+    "keepalives_interval": 1,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 3000,
+}
+"""Connection options that give up on a database that stops answering
+within seconds, for every connection memoro opens: a connection attempt
+after connect_timeout, a connection whose peer vanished (no reply, no
+reset) after tcp_user_timeout milliseconds of unanswered data or a few
+missed keepalives. Without them libpq waits 130 s to connect and the
+kernel about 15 minutes on a dead peer."""
+
+
 def one_line(exc: Exception) -> str:
     """A driver error in one line: libpq's spans several (the reason, a hint)."""
     return " ".join(line.strip() for line in str(exc).splitlines() if line.strip())

@@ -49,6 +49,7 @@ import psycopg
 
 from memoro.models import StoredBlock
 from memoro.store.base import Known
+from memoro.store.postgres._db import ALIVE, one_line
 
 log = logging.getLogger("memoro.store")
 
@@ -65,15 +66,6 @@ _WAKE = 0.1
 """Seconds the listener waits at a time, so closing never waits longer."""
 ENTRIES = 10_000
 """Blocks kept, least recently fetched dropped first (≤ 4,000 characters each)."""
-
-# a connection that silently stops answering is given up within seconds
-_KEEPALIVES: dict[str, Any] = {
-    "keepalives_idle": 5,
-    "keepalives_interval": 1,
-    "keepalives_count": 3,
-    "tcp_user_timeout": 3000,
-    "connect_timeout": 5,
-}
 
 
 def digest(user_id: str) -> str:
@@ -161,15 +153,21 @@ class BlockCache:
             self._socket = socket
 
     def _listen(self) -> None:
+        lost = False
         while not self._stop.is_set():
             try:
                 with psycopg.connect(
-                    self._url, autocommit=True, application_name=APPLICATION, **_KEEPALIVES
+                    self._url, autocommit=True, application_name=APPLICATION, **ALIVE
                 ) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
+                    if lost:
+                        log.info("the block cache listens again")
+                        lost = False
                     self._hear(conn)
             except (psycopg.Error, _Deaf) as exc:
-                log.warning("the block cache stopped listening: %s", exc)
+                if not lost and not self._stop.is_set():  # once, not every second it stays so
+                    log.warning("the block cache stopped listening: %s", one_line(exc))
+                    lost = True
                 self._stop.wait(HEARTBEAT)
 
     def _hear(self, conn: psycopg.Connection[Any]) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 
 from memoro.models import Job
-from memoro.store.postgres._db import JOBS_CHANNEL, PG
+from memoro.store.postgres._db import ALIVE, JOBS_CHANNEL, PG, one_line
 from memoro.store.queue import SqlQueue, job_from_row
 
 log = logging.getLogger("memoro.worker")
@@ -42,17 +42,19 @@ class PgJobs(SqlQueue):
 
     def listen_for_jobs(self, wake: Callable[[], None], stop: threading.Event) -> None:
         """LISTEN on its own connection (a pooled one would be handed to
-        others) and call ``wake`` on every NOTIFY; reconnect after errors."""
+        others) and call ``wake`` on every NOTIFY; reconnect after errors.
+        Losing it is only logged for debugging: the worker polls meanwhile,
+        and says itself when the database cannot be reached."""
         while not stop.is_set():
             try:
-                with psycopg.connect(self.url, autocommit=True) as conn:
+                with psycopg.connect(self.url, autocommit=True, **ALIVE) as conn:
                     conn.execute(f"LISTEN {JOBS_CHANNEL}")
                     wake()  # a job queued while this listener was not listening
                     while not stop.is_set():
                         for _ in conn.notifies(timeout=LISTEN_TIMEOUT):
                             wake()
             except psycopg.Error as exc:
-                log.warning("job listener lost its connection: %s", exc)
+                log.debug("job listener lost its connection: %s", one_line(exc))
                 stop.wait(LISTEN_TIMEOUT)
 
     def claim_jobs(
