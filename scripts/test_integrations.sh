@@ -3,8 +3,16 @@
 # environment (.venv-integrations/<group>), installed once and again only when
 # pyproject.toml changes. `scripts/test.sh` runs it; run it alone with group
 # names (or extras) to test only those: `scripts/test_integrations.sh langgraph`.
+# With --install-only it builds the environments and runs no test (test.sh
+# does that while the main suite runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+install_only=no
+if [ "${1:-}" = --install-only ]; then
+    install_only=yes
+    shift
+fi
 
 # group: the extras it installs | the framework modules that must import | its test files
 # (frameworks that install together at their current versions share a group:
@@ -71,6 +79,7 @@ while IFS= read -r line; do
         fi
         echo "$want" > "$stamp"
     fi
+    [ $install_only = no ] || continue
     echo "== integrations: $group"
     MEMORO_INTEGRATIONS="$modules" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
         "${present[@]}" || status=1

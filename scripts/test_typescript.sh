@@ -5,10 +5,16 @@
 # then runs its node --test suite against a real `memoro serve` from .venv,
 # which scripts/test.sh installs. `scripts/test.sh` runs it; run it alone
 # with test file names to run only those: `scripts/test_typescript.sh ai-sdk`.
+# With --install-only it runs npm ci (when needed) and nothing else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ ! -x .venv/bin/python ]; then
+install_only=no
+if [ "${1:-}" = --install-only ]; then
+    install_only=yes
+    shift
+fi
+if [ $install_only = no ] && [ ! -x .venv/bin/python ]; then
     echo "The TypeScript tests start memoro from .venv: run scripts/test.sh first" >&2
     exit 1
 fi
@@ -25,6 +31,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     npm ci --no-audit --no-fund --loglevel=error
     echo "$want" > "$stamp"
 fi
+[ $install_only = no ] || exit 0
 echo "== typescript: format, build (dist/ must be what src/ builds to)"
 npm run --silent check || {
     echo "run 'npx prettier --write .' and 'npm run build' in clients/typescript, and commit dist/" >&2
