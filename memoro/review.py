@@ -19,7 +19,7 @@ from collections import deque
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from memoro import block, metrics, reviewer
+from memoro import block, metrics
 from memoro.errors import (
     BlockChanged,
     InvalidInput,
@@ -30,7 +30,6 @@ from memoro.errors import (
     UserErased,
 )
 from memoro.history.worker import Lease, Schedule, Worker
-from memoro.llm import Provider, make_provider
 from memoro.models import (
     Job,
     Proposal,
@@ -43,7 +42,8 @@ from memoro.models import (
 from memoro.settings import Settings
 from memoro.turns import check_user, now
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the model's client and the tools' schemas load with the first review
+    from memoro.llm import Provider
     from memoro.store.base import Store
 
 log = logging.getLogger("memoro.worker")
@@ -197,6 +197,8 @@ class Reviews:
         """The chat model reviews use: the one `memoro chat` uses, with the
         review's deadline and no retries of its own (the worker retries)."""
         if self._reviewer is None:
+            from memoro.llm import make_provider
+
             settings = self.settings
             if settings.llm == "none":
                 raise NoModel(
@@ -283,6 +285,8 @@ class Reviews:
         job: Job | None = None,
         lease: Lease | None = None,
     ) -> Proposal | None:
+        from memoro import reviewer
+
         user_id = state.user_id
         worker = lease.worker if lease is not None else ""
         try:

@@ -23,7 +23,8 @@ from memoro.errors import InvalidInput, ModelError, ModelTimeout
 from memoro.llm import Message, Provider, Reply
 from memoro.models import Turn, WriteResult, utc_text
 from memoro.prompt import SystemPrompt, memory_section, today_line
-from memoro.tools import MEMORY_WRITE, MemoryWrite, checked_arguments, plural, render_write
+from memoro.tools import MEMORY_WRITE, MemoryWrite, checked_arguments, render_write
+from memoro.words import plural
 
 NO_CHANGE = "NO CHANGE"
 """What the model answers when the block should stay as it is."""

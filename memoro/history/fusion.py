@@ -19,9 +19,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:  # NumPy loads with the first ranking: Mode is every front end's
+    import numpy as np
+    import numpy.typing as npt
+
+    Ints = npt.NDArray[np.int64]
+    Floats = npt.NDArray[np.float64]
 
 
 class Mode(StrEnum):
@@ -60,10 +65,6 @@ class RankedTurn:
     score: float
 
 
-Ints = npt.NDArray[np.int64]
-Floats = npt.NDArray[np.float64]
-
-
 def rank(
     turns: Ints,
     chunks: Ints,
@@ -100,6 +101,8 @@ def rank(
     order of the arithmetic written out, so scores do not depend on how the
     evidence was gathered.
     """
+    import numpy as np
+
     if mode is not Mode.HYBRID or weight is None:
         weight = KEYWORD_WEIGHT[mode]
     if mode is not Mode.HYBRID:

@@ -80,7 +80,8 @@ class BlockTransaction(Protocol):
         ...
 
 
-Ints = npt.NDArray[np.int64]
+if TYPE_CHECKING:
+    Ints = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,6 +104,8 @@ class TurnContext:
 
     @classmethod
     def empty(cls) -> TurnContext:
+        import numpy as np
+
         return cls(*(np.zeros(0, np.int64) for _ in range(7)))
 
     @property
@@ -127,6 +130,8 @@ class TurnContext:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TurnContext):
             return NotImplemented
+        import numpy as np
+
         return all(
             np.array_equal(getattr(self, f), getattr(other, f)) for f in self.__dataclass_fields__
         )
