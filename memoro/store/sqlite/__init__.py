@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memoro.models import StoredBlock
 from memoro.store.base import Known, Store
@@ -17,9 +17,11 @@ from memoro.store.sqlite._db import SQLITE, Database
 from memoro.store.sqlite.health import Health
 from memoro.store.sqlite.history import History
 from memoro.store.sqlite.jobs import Jobs
-from memoro.store.sqlite.source import snapshot
 from memoro.store.uploads import SqlUploads
 from memoro.store.users import SqlUsers
+
+if TYPE_CHECKING:
+    from memoro.store.memory.source import Snapshot
 
 
 class SqliteStore(SqlBlocks, SqlReviews, History, Jobs, SqlUploads, SqlUsers, Health, Store):
@@ -32,7 +34,13 @@ class SqliteStore(SqlBlocks, SqlReviews, History, Jobs, SqlUploads, SqlUsers, He
 
     def __init__(self, path: str | Path, *, cache_mb: int = budget.DEFAULT_MB) -> None:
         self.db = Database(path)
-        self._open_indexes(partial(snapshot, self.db), cache_mb, self._keep_index)
+        self._open_indexes(self._snapshot, cache_mb, self._keep_index)
+
+    def _snapshot(self, user_id: str) -> AbstractContextManager[Snapshot]:
+        # the indexes' one read of a user: loaded with the first search
+        from memoro.store.sqlite.source import snapshot
+
+        return snapshot(self.db, user_id)
 
     def prompt_block(self, user_id: str) -> StoredBlock | None:
         return self.read_block(user_id)
