@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx._config
 import pytest
 
 from memoro.service import Memoro
@@ -16,6 +17,13 @@ from memoro.store.sqlite import SqliteStore
 from memoro.testing import HashEmbedder
 
 VECTORS = Path(__file__).parent / "vectors" / "block-text.json"
+
+# httpx gives up on a server after 5 s by default; on a loaded machine a test
+# server's first answer (imports on first use, a starved thread) can take
+# longer, which is no failure of memoro's. Tests that are about a timeout
+# pass their own.
+for _part in ("connect", "read", "write", "pool"):
+    setattr(httpx._config.DEFAULT_TIMEOUT_CONFIG, _part, 60.0)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -363,7 +363,7 @@ def test_a_remembered_token_is_refused_once_it_expires() -> None:
     token = Signer(SECRET).issue("ann", ttl=1)
     assert verifier.verify(token).user_id == "ann"
     assert verifier.cached(token) is not None
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while True:
         try:
             verifier.verify(token)

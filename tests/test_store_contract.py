@@ -10,7 +10,7 @@ import time
 import pytest
 
 from memoro.history import chunking
-from memoro.models import AuditRecord, JobStatus, NewTurn, Operation, Writer
+from memoro.models import AuditRecord, Job, JobStatus, NewTurn, Operation, Writer
 from memoro.store import keywords
 from memoro.store.base import Store
 
@@ -159,13 +159,29 @@ def _queued(store: Store, user: str = "ann", n: int = 1) -> None:
     store.record_turns(user, [_turn("c", f"question {i}") for i in range(n)])
 
 
+LEASE = 2.0
+"""A lease the tests see through: longer than any stall between two calls
+on a busy machine, short enough to wait out."""
+
+
+def _once_claimable(store: Store, worker: str) -> list[Job]:
+    """The jobs ``worker`` claims once any is due again (a lease run out, a
+    back-off waited out), polling rather than sleeping a fixed time."""
+    deadline = time.monotonic() + 60
+    while not (claimed := store.claim_jobs(worker, lease_seconds=30, limit=5)):
+        assert time.monotonic() < deadline, "the job never came due again"
+        time.sleep(0.05)
+    return claimed
+
+
 def test_a_claimed_job_is_no_other_workers_until_its_lease_runs_out(block_store: Store) -> None:
     _queued(block_store)
-    (job,) = block_store.claim_jobs("w1", lease_seconds=0.5, limit=5)
+    claimed_at = time.monotonic()  # the lease starts after this, by the database's clock
+    (job,) = block_store.claim_jobs("w1", lease_seconds=LEASE, limit=5)
     assert (job.status, job.attempts) == (JobStatus.RUNNING, 1)
     assert block_store.claim_jobs("w2", lease_seconds=30, limit=5) == []
-    time.sleep(0.7)
-    (taken,) = block_store.claim_jobs("w2", lease_seconds=30, limit=5)
+    (taken,) = _once_claimable(block_store, "w2")
+    assert time.monotonic() - claimed_at >= LEASE - 0.1  # not before the lease ran out
     assert (taken.id, taken.attempts) == (job.id, 2)
     assert not block_store.finish_job(job, "w1")  # w1 lost its lease
     assert block_store.finish_job(taken, "w2")
@@ -174,21 +190,22 @@ def test_a_claimed_job_is_no_other_workers_until_its_lease_runs_out(block_store:
 
 def test_an_extended_lease_keeps_the_job(block_store: Store) -> None:
     _queued(block_store)
-    (job,) = block_store.claim_jobs("w1", lease_seconds=0.5, limit=1)
-    block_store.extend_leases([job], "w1", 30)
-    time.sleep(0.7)
+    (job,) = block_store.claim_jobs("w1", lease_seconds=LEASE, limit=1)
+    block_store.extend_leases([job], "w1", 60)
+    time.sleep(LEASE + 0.2)  # past the first lease: the one it was extended to holds
     assert block_store.claim_jobs("w2", lease_seconds=30, limit=1) == []
 
 
 def test_a_failure_waits_out_its_backoff_then_is_claimed_again(block_store: Store) -> None:
     _queued(block_store)
     (job,) = block_store.claim_jobs("w1", lease_seconds=30, limit=1)
-    block_store.release_job(job, "w1", "model unreachable", retry_in=0.5)
+    released_at = time.monotonic()
+    block_store.release_job(job, "w1", "model unreachable", retry_in=LEASE)
     (pending,) = block_store.list_jobs(JobStatus.PENDING)
     assert pending.last_error == "model unreachable"
     assert block_store.claim_jobs("w1", lease_seconds=30, limit=1) == []
-    time.sleep(0.7)
-    (again,) = block_store.claim_jobs("w1", lease_seconds=30, limit=1)
+    (again,) = _once_claimable(block_store, "w1")
+    assert time.monotonic() - released_at >= LEASE - 0.1  # not before its back-off
     assert (again.id, again.attempts) == (job.id, 2)
 
 

@@ -217,7 +217,7 @@ def test_a_rotated_key_is_fetched_and_a_removed_one_stops_working(jwks: Jwks) ->
     jwks.keys = [old.jwk, new.jwk]  # the provider publishes its next key, then signs with it
     assert verifier.verify(new.sign(claims("bob"))).user_id == "bob"  # unknown kid: fetched again
     jwks.keys = [new.jwk]  # … and retires the old one
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while True:  # once the cached set expires, the old key is gone
         try:
             verifier.verify(old.sign(claims()))
@@ -242,7 +242,7 @@ def test_an_unreachable_jwks_is_a_503_not_a_401(jwks: Jwks, web_service: Memoro)
         assert response.json()["error"]["code"] == "keys_unavailable"
         jwks.down = False
         jwks.keys = [key.jwk]
-        deadline = time.monotonic() + 10  # the failure is remembered for a back-off
+        deadline = time.monotonic() + 60  # the failure is remembered for a back-off
         while (answer := httpx.get(f"{base}/v1/memory", headers=headers, timeout=10)).status_code:
             if answer.status_code == 200:
                 break

@@ -185,7 +185,7 @@ def test_an_import_interrupted_by_a_dead_worker_runs_again_and_stores_each_turn_
     assert job.kind == "import_file"
     history.import_file("ann", FIXTURES / "claude-conversations.json")  # it had stored them all
     worker = Worker(history.store, None, handlers={"import_file": history._run_import})
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while history.import_status("ann", import_id).status.value != "done":  # type: ignore[union-attr]
         assert time.monotonic() < deadline
         worker.run_until_idle()
