@@ -406,6 +406,28 @@ def test_one_huge_string_is_refused_not_parsed_for_minutes(tmp_path: Path) -> No
     assert time.process_time() - started < 30
 
 
+@pytest.mark.parametrize("chunk", [1, 7, 64])
+def test_a_string_is_measured_to_the_byte_wherever_the_reads_cut_it(
+    monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    """The limit holds for the string itself, read in pieces of any size
+    below it (the parser is handed 8 MB at a time: counting whole reads
+    would let most of one past the limit), escaped quotes and all."""
+    from memoro.imports import jsonstream
+
+    monkeypatch.setattr(jsonstream, "MAX_RUN", 100)
+    monkeypatch.setattr(jsonstream, "CHUNK", chunk)
+
+    def titles(text: str) -> list[str]:
+        data = json.dumps([{"id": "x", "title": text}]).encode()
+        return [c["title"] for c in jsonstream.items(io.BytesIO(data), "item", "f.json")]
+
+    assert titles("a" * 100) == ["a" * 100]
+    assert titles('say "hi" ' * 9) == ['say "hi" ' * 9]  # escaped: 117 bytes, one string
+    with pytest.raises(InvalidInput, match="a single value of more than"):
+        titles("a" * 101)
+
+
 def test_a_zip_bomb_of_many_members_is_refused_before_any_is_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

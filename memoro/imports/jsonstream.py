@@ -120,8 +120,8 @@ def _build(
 
 class _Bounded:
     """A stream refusing a run of MAX_RUN bytes in which every quote is
-    escaped: a huge string, whatever it holds. Counted per chunk, at the
-    speed of ``bytes.count``."""
+    escaped: a huge string, whatever it holds. Counted to the byte, at the
+    speed of ``bytes.count`` for a chunk with no quote that ends a string."""
 
     def __init__(self, stream: IO[bytes], where: str) -> None:
         self.stream, self.where, self.run = stream, where, 0
@@ -130,17 +130,35 @@ class _Bounded:
     def read(self, size: int = -1) -> bytes:
         data = self.stream.read(size)
         escaped = data.count(b'\\"') + (self.escaping and data.startswith(b'"'))
-        self.escaping = data.endswith(b"\\") if data else self.escaping
-        if data.count(b'"') > escaped:
-            self.run = 0
+        if data.count(b'"') > escaped:  # a quote ends a string here: the run stops at it
+            self._grow(_unescaped(data, self.escaping, last=False))
+            self.run = len(data) - _unescaped(data, self.escaping, last=True) - 1
         else:
-            self.run += len(data)
-            if self.run > MAX_RUN:
-                raise InvalidInput(
-                    f"{self.where} holds a single value of more than {MAX_RUN // 2**20} MB:"
-                    " that is no chat export"
-                )
+            self._grow(len(data))
+        self.escaping = data.endswith(b"\\") if data else self.escaping
         return data
+
+    def _grow(self, size: int) -> None:
+        self.run += size
+        if self.run > MAX_RUN:
+            raise InvalidInput(
+                f"{self.where} holds a single value of more than {MAX_RUN // 2**20} MB:"
+                " that is no chat export"
+            )
+
+
+def _unescaped(data: bytes, escaping: bool, *, last: bool) -> int:
+    """Where the first (or last) quote of ``data`` that no backslash escapes
+    is (one is there); ``escaping``: a backslash ends the chunk before."""
+    at = data.rfind(b'"') if last else data.find(b'"')
+    while True:
+        before = at
+        while before > 0 and data[before - 1] == 0x5C:  # the backslashes right before it
+            before -= 1
+        backslashes = at - before + (escaping and before == 0)
+        if backslashes % 2 == 0:
+            return at
+        at = data.rfind(b'"', 0, at) if last else data.find(b'"', at + 1)
 
 
 def _tokens(stream: IO[bytes], where: str) -> Iterator[tuple[str, Any]]:
