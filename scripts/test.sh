@@ -6,15 +6,17 @@
 #
 # Every step runs even when an earlier one fails; the command ends with one
 # summary (each step passed or failed, and its time) and exits non-zero if
-# any step failed. What only downloads and builds (the adapters'
-# environments, the images, the npm packages) runs while the suite runs;
-# the tests that use them run after it. Logs of those steps are kept in
-# .test-logs/.
+# any step failed. The adapters, the containers and TypeScript run beside
+# the suite, their output kept in .test-logs/ (printed when a step fails).
 #
 # Extra arguments go to pytest and run only ruff, mypy and pytest, e.g.
 # `scripts/test.sh -k audit`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# Python's bytecode cache, even where the environment turns it off: the
+# suite starts memoro in a few hundred processes, each of which would
+# compile memoro's modules again (__pycache__ is not committed)
+unset PYTHONDONTWRITEBYTECODE
 
 started=$SECONDS
 LOGS=.test-logs
@@ -90,34 +92,33 @@ if [ $# -gt 0 ]; then # only the suite, with the arguments given
     exit
 fi
 
-# downloads and builds, while the suite runs
+# the adapters and the containers (their environments and images first, then
+# their tests) and the TypeScript client, each in a stream of its own beside
+# the suite: much of their time is downloads, builds and waits on containers
 (
-    quiet_step "adapters: environments" "$LOGS/integrations-install.log" \
-        bash scripts/test_integrations.sh --install-only
-    quiet_step "container: images" "$LOGS/container-build.log" \
-        bash scripts/test_container.sh --build-only
-    quiet_step "typescript: npm ci" "$LOGS/typescript-install.log" \
-        bash scripts/test_typescript.sh --install-only
+    quiet_step "adapters: environments" "$LOGS/adapters-install.log" \
+        bash scripts/test_integrations.sh --install-only &&
+        quiet_step "adapters: tests" "$LOGS/adapters.log" bash scripts/test_integrations.sh
 ) &
-prepared=$!
+adapters=$!
+(
+    quiet_step "container: images" "$LOGS/container-build.log" \
+        bash scripts/test_container.sh --build-only &&
+        quiet_step "container: tests" "$LOGS/container.log" bash scripts/test_container.sh
+    quiet_step "typescript: npm ci" "$LOGS/typescript-install.log" \
+        bash scripts/test_typescript.sh --install-only &&
+        quiet_step "typescript: tests" "$LOGS/typescript.log" bash scripts/test_typescript.sh
+) &
+others=$!
 
 step "ruff" bash -c '.venv/bin/ruff check . && .venv/bin/ruff format --check .'
 step "mypy" .venv/bin/mypy
 step "pytest" .venv/bin/python -m pytest -q --durations=25
 
-echo "== waiting for the environments and images"
-wait $prepared
-
-# the tests that use them: the adapters beside the containers, then TypeScript
-(
-    quiet_step "container: tests" "$LOGS/container.log" bash scripts/test_container.sh
-    quiet_step "typescript: tests" "$LOGS/typescript.log" bash scripts/test_typescript.sh
-) &
-others=$!
-step "adapters: tests" bash scripts/test_integrations.sh
-wait $others
-for log in "$LOGS/container.log" "$LOGS/typescript.log"; do
-    echo "== $(basename "$log" .log):" && tail -15 "$log"
+echo "== waiting for the adapters, the containers and TypeScript"
+wait $adapters $others
+for log in adapters container typescript; do
+    [ -f "$LOGS/$log.log" ] && echo "== $log:" && tail -4 "$LOGS/$log.log"
 done
 
 summary
