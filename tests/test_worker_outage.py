@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 
 from memoro.store.postgres import local as local_postgres
+from memoro.store.postgres.local import LocalPostgres
+from tests import postgres as pg
 
 BIN = Path(sys.executable).parent
 STOP_SECONDS = 25.0
@@ -180,13 +182,17 @@ def test_a_stopped_database_is_said_once_and_stopping_waits_for_nothing(tmp_path
     assert max(took) < STOP_SECONDS, took
 
 
-def test_a_host_that_stops_answering_holds_no_process_past_its_stop(tmp_path: Path) -> None:
+def test_a_host_that_stops_answering_holds_no_process_past_its_stop(
+    tmp_path: Path, postgres_server: LocalPostgres
+) -> None:
     """The connections break and every new one hangs: the pool's attempts
-    give up within the connect timeout, so its threads stop in time."""
+    give up within the connect timeout, so its threads stop in time. (The
+    session's PostgreSQL itself stays up: the cut is the proxy's.)"""
+    pg.clean(postgres_server.admin)  # no other test's jobs for these processes
+    socket_dir = postgres_server.admin.rsplit("host=", 1)[1]
     with (
-        local_postgres.running() as server,
-        closing(Silenceable(server.admin.rsplit("host=", 1)[1])) as proxy,
-        worker_and_server(url_through(proxy, server.worker), tmp_path) as (worker, serve),
+        closing(Silenceable(socket_dir)) as proxy,
+        worker_and_server(url_through(proxy, postgres_server.worker), tmp_path) as (worker, serve),
     ):
         proxy.go_silent()
         for one in (worker, serve):
