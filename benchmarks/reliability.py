@@ -173,10 +173,12 @@ def mixed_load(where: Place, clients: int, seconds: float) -> list[Row]:
     return [requests, searchable]
 
 
-def schemathesis_run(where: Place, examples: int) -> Row:
+def schemathesis_run(where: Place, examples: int, seed: int) -> Row:
     """Generated requests, valid and invalid, to every operation over real
     HTTP; every schemathesis check on (positive data acceptance knowing the
-    rule answers the document describes: a 422 WriteOut, a 412 and a 409)."""
+    rule answers the document describes: a 422 WriteOut, a 412 and a 409).
+    The requests follow from ``seed`` (--seed), so a run can be repeated:
+    the same seed, the same requests."""
     import schemathesis
     from schemathesis.checks import not_a_server_error
     from schemathesis.generation.modes import GenerationMode
@@ -237,18 +239,27 @@ def schemathesis_run(where: Place, examples: int) -> Row:
                 modes = (GenerationMode.NEGATIVE,)
                 excluded = [not_a_server_error]
             for mode in modes:
-                _generate(operation, mode, url, examples, valid_is_accepted, row, excluded)
+                _generate(operation, mode, url, examples, valid_is_accepted, row, excluded, seed)
     return row
 
 
 def _generate(
-    operation: Any, mode: Any, url: str, examples: int, check: Any, row: Row, excluded: list[Any]
+    operation: Any,
+    mode: Any,
+    url: str,
+    examples: int,
+    check: Any,
+    row: Row,
+    excluded: list[Any],
+    seed: int,
 ) -> None:
     """``examples`` generated cases of one operation, each one counted;
     ``excluded``: schemathesis checks ``check`` stands in for there."""
     from hypothesis import HealthCheck, given, settings
+    from hypothesis import seed as seeded
     from schemathesis.checks import positive_data_acceptance
 
+    @seeded(seed)
     @given(case=operation.as_strategy(generation_mode=mode))
     @settings(
         max_examples=examples,
@@ -281,7 +292,7 @@ def measure(spec: str, scale: dict[str, Any], seed: int) -> tuple[str, list[Row]
             lambda: [user_deletion(where)],
             lambda: mixed_load(where, scale["clients"], scale["seconds"]),
             lambda: [corpus(where)],
-            lambda: [schemathesis_run(where, scale["examples"])],
+            lambda: [schemathesis_run(where, scale["examples"], seed)],
             lambda: trickling_keys(where, scale["trickle"]),
             lambda: [erase_during_imports(where, scale["erase_rounds"], scale["import_turns"])],
             lambda: [

@@ -43,9 +43,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Stop the quick run if the session ends without waiting for it."""
     run = getattr(session.config, "reliability_run", None)
-    if run is not None and run[0].poll() is None:
-        run[0].kill()
-        run[0].communicate()
+    if run is not None:
+        from tests import test_reliability
+
+        test_reliability.stop(run[0])
 
 
 def block_vectors() -> list[dict[str, Any]]:

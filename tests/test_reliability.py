@@ -10,7 +10,10 @@ test waits for it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -20,13 +23,25 @@ import pytest
 SCRIPT = Path(__file__).parent.parent / "benchmarks" / "reliability.py"
 
 
-def start(results: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, str(SCRIPT), "--quick", "--json", str(results)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+def start(results: Path) -> subprocess.Popen[bytes]:
+    """The quick run, its output in ``results`` with .log, in a process
+    group of its own: the servers and workers it starts go with it when the
+    session stops it early."""
+    with results.with_suffix(".log").open("wb") as log:
+        return subprocess.Popen(
+            [sys.executable, str(SCRIPT), "--quick", "--json", str(results)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def stop(run: subprocess.Popen[bytes]) -> None:
+    """End the run and every process it started (a server it left behind
+    would hold the session's output otherwise)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(run.pid, signal.SIGKILL)
+    run.wait()
 
 
 def test_the_quick_reliability_run_finds_no_failure_on_either_backend(
@@ -34,7 +49,11 @@ def test_the_quick_reliability_run_finds_no_failure_on_either_backend(
 ) -> None:
     started = getattr(request.config, "reliability_run", None)
     run, results = started or (start(tmp_path / "reliability.json"), tmp_path / "reliability.json")
-    output, _ = run.communicate(timeout=900)
+    try:
+        run.wait(timeout=900)
+    finally:
+        stop(run)
+    output = results.with_suffix(".log").read_text("utf-8", "replace")
     assert results.exists(), output[-4000:]
     rows = json.loads(results.read_text())
     assert set(rows) == {"SQLite", "PostgreSQL"}
