@@ -103,7 +103,7 @@ def memory_proposal(
 
 def _described(found: Proposal, user: str) -> str:
     """A proposal in words: what it does, its lines, and what to do next."""
-    from memoro.tools import plural
+    from memoro.words import plural
 
     user = shlex.quote(user)
     changes = ", ".join(
