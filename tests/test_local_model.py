@@ -5,8 +5,10 @@ is cached safely, and every part of a long chunk is embedded (C7)."""
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -194,3 +196,82 @@ def test_the_local_model_sends_no_telemetry_and_writes_no_device_id(tmp_path: Pa
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "384"
     assert not (home / ".cache" / "Microsoft").exists()
+
+
+EXIT_WHILE_BUILDING = """
+import logging, sys, time
+from pathlib import Path
+from memoro.service import Memoro
+logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+memoro = Memoro.open(sys.argv[1])  # its worker thread builds the model first
+cache = Path(sys.argv[2]) / "memoro"
+deadline = time.monotonic() + 300
+while not (cache.is_dir() and any(p.is_dir() for p in cache.iterdir())):
+    assert time.monotonic() < deadline, "the worker never began building the model"
+    time.sleep(0.01)
+print("exiting while the model is built", flush=True)
+"""
+
+
+def _fresh_home(tmp_path: Path) -> dict[str, str]:
+    home = tmp_path / "home"
+    return {
+        "HOME": str(home),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "PATH": "/usr/bin:/bin",
+    }
+
+
+def _only_the_model_in(cache: Path) -> Path:
+    """The one model file in ``cache``, checked; beside it only its checksum
+    and its lock — no half-built file, no temporary folder."""
+    suffixes = sorted(p.name.rsplit(".", 1)[-1] for p in cache.iterdir())
+    assert suffixes == ["lock", "onnx", "sha256"], sorted(p.name for p in cache.iterdir())
+    (path,) = cache.glob("*.onnx")
+    assert model_file._checked(path)
+    return path
+
+
+def test_a_program_ending_while_the_model_is_built_exits_cleanly_with_the_model_kept(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With a fresh cache, a short program's worker thread was still
+    building the model when the program ended: the exit handlers removed the
+    build's temporary folder under it (a traceback, or "cannot keep the model
+    file … No such file or directory"), and no model was kept."""
+    env = _fresh_home(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", EXIT_WHILE_BUILDING, str(tmp_path / "data"), env["XDG_CACHE_HOME"]],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "exiting while the model is built\n"
+    assert done.stderr == ""  # no traceback, no "cannot keep the model file"
+    cache = Path(env["XDG_CACHE_HOME"]) / "memoro"
+    path = _only_the_model_in(cache)
+    with caplog.at_level(logging.INFO, logger="memoro.model"):
+        assert model_file.locate(model_dir(), "int8", cache) == path  # reused as it is
+    assert "building" not in caplog.text
+
+
+def test_what_a_killed_build_left_is_removed_by_the_next_build(tmp_path: Path) -> None:
+    """A builder killed part-way leaves its temporary folder in the cache;
+    the next build (holding the lock, so no other builder is alive) removes
+    it."""
+    with subprocess.Popen(
+        [sys.executable, "-c", BUILD, str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    ) as builder:
+        deadline = time.monotonic() + 300
+        while not any(p.is_dir() for p in tmp_path.iterdir()):
+            assert builder.poll() is None, "the build ended before it made its folder"
+            assert time.monotonic() < deadline, "the build never made its folder"
+            time.sleep(0.01)
+        builder.kill()
+    assert any(p.is_dir() for p in tmp_path.iterdir())
+    found = model_file.locate(model_dir(), "int8", tmp_path)
+    assert found == _only_the_model_in(tmp_path)

@@ -8,6 +8,10 @@ written to a temporary name and renamed into place, beside a checksum of its
 bytes; a file whose bytes do not match is rebuilt, never used. A second
 process that needs the file while it is being built waits for the builder
 (a file lock) and then reads the finished file.
+
+A build, once begun, runs to its end even when the program exits meanwhile
+(it runs on a thread the interpreter waits for), so an exit never leaves a
+half-built file; what a killed builder left is removed by the next one.
 """
 
 from __future__ import annotations
@@ -16,9 +20,13 @@ import contextlib
 import hashlib
 import logging
 import os
+import shutil
 import tempfile
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import platformdirs
 
@@ -26,11 +34,15 @@ from memoro.errors import ConfigError
 from memoro.store.memory.int8 import offline_runtime as offline_runtime
 
 log = logging.getLogger("memoro.model")
+T = TypeVar("T")
 
 BUILDER_VERSION = 1
 """Bump when the graph or the quantization changes."""
 
 VARIANTS = ("fp32", "int8")
+LEGACY_SCRATCH_AGE = 3600.0
+"""Seconds after which a ``tmp*`` folder an earlier memoro left in the cache
+is surely no live build's."""
 
 
 def cache_dir() -> Path:
@@ -55,13 +67,58 @@ def locate(weights_dir: Path, variant: str, directory: Path | None = None) -> Pa
         with _locked(path.with_name(path.name + ".lock")):
             if _checked(path):  # another process built it while we waited
                 return path
+            _remove_leftovers(path)  # holding the lock, no other builder is alive
             log.info("building the local embedding model (%s) in %s", variant, directory)
-            _write_atomically(path, _build(weights_dir, variant, directory))
+            _to_the_end(lambda: _write_atomically(path, _build(weights_dir, variant, path)))
             return path
     except OSError as exc:
         log.warning("cannot keep the model file in %s (%s); building it in memory", directory, exc)
-        with tempfile.TemporaryDirectory() as scratch:
-            return _build(weights_dir, variant, Path(scratch))
+
+        def in_memory() -> bytes:
+            with tempfile.TemporaryDirectory() as scratch:
+                return _build(weights_dir, variant, Path(scratch) / path.name)
+
+        return _to_the_end(in_memory)
+
+
+def _to_the_end(build: Callable[[], T]) -> T:
+    """``build()``, run on a thread that is not a daemon and waited for. A
+    program that ends while its worker (a daemon thread) builds the model
+    then waits for the build before its exit handlers run — among them
+    tempfile's, which removed the build's folder under it — and the next
+    run finds the finished file."""
+    result: list[T] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(build())
+        except BaseException as exc:  # raised again in the caller's thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=run, name="memoro-model-build", daemon=False)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+    return result[0]
+
+
+def _remove_leftovers(path: Path) -> None:
+    """What builders of ``path`` killed part-way left beside it: their
+    temporary files and build folders (and an earlier memoro's ``tmp*``
+    folders, once old)."""
+    leftovers = [*path.parent.glob(f"{path.name}*.tmp"), *path.parent.glob(f"{path.name}.build-*")]
+    for found in path.parent.glob("tmp*"):
+        with contextlib.suppress(OSError):
+            if found.is_dir() and time.time() - found.stat().st_mtime > LEGACY_SCRATCH_AGE:
+                leftovers.append(found)
+    for leftover in leftovers:
+        if leftover.is_dir() and not leftover.is_symlink():
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                leftover.unlink()
 
 
 def _sha256(data: bytes) -> str:
@@ -126,7 +183,8 @@ def _locked(lock_path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _build(weights_dir: Path, variant: str, scratch: Path) -> bytes:
+def _build(weights_dir: Path, variant: str, path: Path) -> bytes:
+    """The model file's bytes; an int8 build works in a folder beside ``path``."""
     import onnx
     from safetensors.numpy import load_file
 
@@ -144,7 +202,7 @@ def _build(weights_dir: Path, variant: str, scratch: Path) -> bytes:
     root = logging.getLogger()
     root.addFilter(_not_from_onnxruntime)
     try:
-        with tempfile.TemporaryDirectory(dir=scratch) as work:
+        with tempfile.TemporaryDirectory(dir=path.parent, prefix=f"{path.name}.build-") as work:
             fp32, int8 = Path(work) / "fp32.onnx", Path(work) / "int8.onnx"
             onnx.save(model, fp32)
             # per-channel int8 weights; reduce_range keeps the products inside
