@@ -300,8 +300,9 @@ class Transfers:
 
     def start_upload(self, user_id: str, file_name: str) -> Upload:
         """An export arriving over the network for ``user_id``: write its
-        bytes to the returned Upload, then ``finish(format)`` queues the
-        import for a worker (its id is ``upload.id``)."""
+        bytes to the returned Upload, then ``finish_upload`` queues the
+        import for a worker (its id is ``upload.id``). An erase of the user
+        while it arrives drops it: ``finish_upload`` raises UserErased."""
         from memoro.imports.upload import Upload
 
         user_id = check_user(user_id)
@@ -317,13 +318,15 @@ class Transfers:
                 )
             self._arriving[user_id] = arriving + 1
         try:
-            return Upload(
-                self.store,
-                user_id,
-                name,
-                self.settings.import_max_mb * 2**20,
-                on_close=lambda: self._arrived(user_id),
-            )
+            with _cancelled_upload(user_id):
+                return Upload(
+                    self.store,
+                    user_id,
+                    name,
+                    self.settings.import_max_mb * 2**20,
+                    on_close=lambda: self._arrived(user_id),
+                    epoch=self.store.user_epoch(user_id),
+                )
         except BaseException:
             self._arrived(user_id)
             raise
@@ -346,7 +349,9 @@ class Transfers:
         if self._threaded:
             self.worker.wake()
         found = self.store.get_import(upload.user_id, upload.id)
-        if found is None:  # its user was erased while it arrived
+        if found is None:  # the erase of its user took it (or a stale upload's sweep did)
+            with _cancelled_upload(upload.user_id):
+                self.store.check_epoch(upload.user_id, upload.epoch)
             raise InvalidInput("the upload was dropped before it finished: nothing was imported")
         return found
 
@@ -423,6 +428,18 @@ def _cancelled_by_erase(user_id: str, work: str) -> Iterator[None]:
         raise UserErased(
             f"{user_id} was erased while this {work} ran, so it was cancelled: nothing it"
             " read is kept (what it had stored went with the erase)"
+        ) from None
+
+
+@contextmanager
+def _cancelled_upload(user_id: str) -> Iterator[None]:
+    """Say that an erase of its user cancelled an upload while it arrived."""
+    try:
+        yield
+    except UserErased:
+        raise UserErased(
+            f"{user_id} was erased while this upload arrived, so it was cancelled: nothing of"
+            " it was kept or imported"
         ) from None
 
 

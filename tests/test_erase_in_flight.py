@@ -191,6 +191,80 @@ def test_an_upload_a_worker_imports_is_cancelled_by_an_erase(
     assert len(server.conversation_turns("ann", "c0")) == 20
 
 
+@pytest.mark.parametrize("when", ["while it arrives", "as it begins"])
+def test_an_upload_cut_short_by_an_erase_says_its_user_was_erased(
+    backend: Backend,  # noqa: F811
+    services: tuple[Memoro, Memoro],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    when: str,
+) -> None:
+    """It said "the upload was dropped before it finished" (a 422, as for a
+    stale upload's sweep); and an erase between the upload taking the
+    user's epoch and storing its first row let it arrive whole and be
+    imported after the erase."""
+    working, erasing = services
+    data = export_of(tmp_path, 1_200, answer="x" * 900)  # two parts of 1 MiB at most
+    erase = Eraser(erasing, "ann")
+    cancelled = "ann was erased while this upload arrived, so it was cancelled: nothing of it"
+    if when == "while it arrives":
+        arriving = working.start_upload("ann", "export.json")
+        arriving.write(data[: len(data) // 2 + 1])  # a part stored, then the erase
+        erase()
+        arriving.write(data[len(data) // 2 + 1 :])
+        with pytest.raises(UserErased, match=cancelled):
+            working.finish_upload(arriving, "auto")
+    else:
+        create = working.store.create_upload
+
+        def created(*args: Any, **options: Any) -> None:
+            erase()  # after the epoch was taken, before the upload's row is stored
+            create(*args, **options)
+
+        monkeypatch.setattr(working.store, "create_upload", created)
+        with pytest.raises(UserErased, match=cancelled):
+            working.start_upload("ann", "export.json")
+        monkeypatch.undo()
+    assert erase.done
+    working.index_pending()
+    assert nothing_of(backend, "ann") == {}
+    again = upload(working, "ann", "export.json", export_of(tmp_path, 20))  # the id, at once
+    working.index_pending()
+    assert working.import_status("ann", again).status.value == "done"  # type: ignore[union-attr]
+
+
+def test_over_http_an_upload_cut_short_by_an_erase_is_409_user_erased(
+    token_server: str,  # noqa: F811 - the fixture imported above
+    web_service: Memoro,
+    tmp_path: Path,
+) -> None:
+    data = export_of(tmp_path, 1_200, answer="x" * 900)
+    boundary = "memoro-test-boundary"
+    head = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file";'
+        ' filename="export.json"\r\nContent-Type: application/json\r\n\r\n'
+    ).encode()
+
+    def body() -> Iterator[bytes]:
+        yield head + data[: len(data) // 2]
+        with client(token_server, "ann") as other:  # DELETE /v1/me while it arrives
+            assert other.delete("/v1/me").status_code == 200
+        yield data[len(data) // 2 :] + f"\r\n--{boundary}--\r\n".encode()
+
+    with client(token_server, "ann") as ann:
+        answer = ann.post(
+            "/v1/imports",
+            content=body(),
+            headers={"Content-Type": f"multipart/form-data; boundary={boundary}"},
+        )
+        assert answer.status_code == 409, answer.text
+        assert answer.json()["error"]["code"] == "user_erased"
+        assert "ann was erased while this upload arrived" in answer.json()["error"]["message"]
+        assert ann.get("/v1/imports").json() == []
+    web_service.index_pending()
+    assert web_service.list_conversations("ann") == []
+
+
 class ErasingEmbedder(HashEmbedder):
     """Embeds as HashEmbedder, after running ``before`` on its first call."""
 

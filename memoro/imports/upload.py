@@ -19,7 +19,9 @@ PART = 1 << 20
 class Parts(Protocol):
     """What uploads need of the store."""
 
-    def create_upload(self, user_id: str, import_id: str, file_name: str, format: str) -> None: ...
+    def create_upload(
+        self, user_id: str, import_id: str, file_name: str, format: str, *, epoch: int | None = None
+    ) -> None: ...
 
     def add_upload_part(self, user_id: str, import_id: str, part: int, data: bytes) -> None: ...
 
@@ -41,16 +43,20 @@ class Upload:
         file_name: str,
         limit: int,
         on_close: Callable[[], None] = lambda: None,
+        *,
+        epoch: int,
     ) -> None:
         self.store = store
         self.user_id = user_id
+        self.epoch = epoch
+        """The user's epoch when the upload began (an erase since drops it)."""
         self.id = uuid.uuid4().hex
         self.limit = limit
         self.size = 0
         self._buffer = bytearray()
         self._parts = 0
         self._on_close: Callable[[], None] | None = on_close
-        store.create_upload(user_id, self.id, file_name, "auto")
+        store.create_upload(user_id, self.id, file_name, "auto", epoch=epoch)
 
     def close(self) -> None:
         """No more bytes will come (finished, abandoned or failed): the

@@ -453,8 +453,11 @@ class Monitoring(Protocol):
 class ImportStore(Protocol):
     """Files uploaded for import, in parts, and each import's progress."""
 
-    def create_upload(self, user_id: str, import_id: str, file_name: str, format: str) -> None:
-        """Start an import whose file is on its way ("uploading")."""
+    def create_upload(
+        self, user_id: str, import_id: str, file_name: str, format: str, *, epoch: int | None = None
+    ) -> None:
+        """Start an import whose file is on its way ("uploading"); with
+        ``epoch``, UserErased when the user was erased since it was taken."""
         ...
 
     def add_upload_part(self, user_id: str, import_id: str, part: int, data: bytes) -> None:

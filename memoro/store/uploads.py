@@ -11,6 +11,7 @@ from typing import Any
 from memoro.models import ImportState, ImportStatus, Job
 from memoro.store.dialect import Conn, Dialect, utcnow
 from memoro.store.queue import SqlQueue, finish
+from memoro.store.users import check_epoch
 
 STALE_UPLOAD = timedelta(days=1)
 """An upload still arriving after this long was cut off by a server that
@@ -45,8 +46,11 @@ def _uploading(conn: Conn, user_id: str, import_id: str) -> bool:
 class SqlUploads(SqlQueue):
     """The import methods of a store."""
 
-    def create_upload(self, user_id: str, import_id: str, file_name: str, format: str) -> None:
+    def create_upload(
+        self, user_id: str, import_id: str, file_name: str, format: str, *, epoch: int | None = None
+    ) -> None:
         with self._write(user_id) as conn:
+            check_epoch(conn, user_id, epoch)
             conn.execute(
                 "INSERT INTO imports (id, user_id, file_name, format, status, created_at)"
                 " VALUES (?, ?, ?, ?, 'uploading', ?)",

@@ -25,7 +25,7 @@ from memoro.errors import InvalidInput, TooLarge
 from memoro.imports import FORMATS
 from memoro.imports.upload import Upload
 from memoro.service import Memoro
-from memoro.web.api import Service, User, errors
+from memoro.web.api import ErrorOut, Service, User, errors
 
 MAX_BOUNDARY = 70
 """The longest multipart boundary (RFC 2046)."""
@@ -157,7 +157,14 @@ class _Form:
     summary="Import an export (ChatGPT, Claude.ai, Open WebUI, LibreChat, SillyTavern, memoro)"
     " or session logs (Claude Code, Codex CLI)",
     openapi_extra=_UPLOAD_SCHEMA,
-    responses=errors(408, 429),
+    responses={
+        **errors(408, 429),
+        409: {
+            "model": ErrorOut,
+            "description": "user_erased: you were erased (DELETE /v1/me) while the file"
+            " arrived; nothing of it was kept or imported",
+        },
+    },
 )
 async def start_import(request: Request, user: User, memoro: Service) -> Any:
     kind, options = parse_options_header(request.headers.get("content-type", ""))

@@ -1476,6 +1476,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorOut"];
                 };
             };
+            /** @description user_erased: you were erased (DELETE /v1/me) while the file arrived; nothing of it was kept or imported */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
             /** @description Request Entity Too Large */
             413: {
                 headers: {
