@@ -187,18 +187,23 @@ class Memoro(Transfers, Reviews):
         *,
         writer: Writer | str,
         expected_etag: str | None = None,
+        epoch: int | None = None,
     ) -> WriteResult:
         """Replace the whole block with ``text``.
 
         Over the limit or empty, nothing changes and the result says why.
         Without ``expected_etag`` the later save wins; with it, a block that
-        changed since the caller read it raises BlockChanged.
+        changed since the caller read it raises BlockChanged. With ``epoch``
+        (``user_epoch``, taken when the work writing began, such as a chat
+        turn), nothing is saved once the user was erased since: UserErased.
         """
         user_id = check_user(user_id)
         writer = check_writer(writer)
         if not isinstance(text, str):
             raise InvalidInput("the block must be a string")
-        return self._save(user_id, text, writer=writer, expected_etag=expected_etag)
+        return self._save(
+            user_id, text, writer=writer, expected_etag=expected_etag, epoch=check_epoch(epoch)
+        )
 
     def _save(
         self,
@@ -247,13 +252,20 @@ class Memoro(Transfers, Reviews):
         return _rejection(new, current) if len(new) > block.LIMIT or not new else None
 
     def delete_block(
-        self, user_id: str, *, writer: Writer | str, expected_etag: str | None = None
+        self,
+        user_id: str,
+        *,
+        writer: Writer | str,
+        expected_etag: str | None = None,
+        epoch: int | None = None,
     ) -> DeleteResult:
         """Delete everything remembered: the row goes, the audit keeps
-        only how many lines went and forgets earlier line content."""
+        only how many lines went and forgets earlier line content. With
+        ``epoch``, as ``write_block``."""
         user_id = check_user(user_id)
         writer = check_writer(writer)
-        with self.store.block_transaction(user_id) as tx:
+        epoch = check_epoch(epoch)
+        with self.store.block_transaction(user_id, epoch=epoch) as tx:
             current = tx.current()
             old = current.text if current else None
             if expected_etag is not None and expected_etag != block.etag(old):
@@ -564,17 +576,24 @@ class Memoro(Transfers, Reviews):
     # -- tools (T) ---------------------------------------------------------
 
     def execute_tool(
-        self, user_id: str | None, name: str, arguments: Mapping[str, Any] | str | None
+        self,
+        user_id: str | None,
+        name: str,
+        arguments: Mapping[str, Any] | str | None,
+        *,
+        epoch: int | None = None,
     ) -> ToolResult:
         """Run one tool call for ``user_id`` — the authenticated user, never
         one named in ``arguments`` — and return the text the model reads.
         ``None`` means the user could not be confirmed: search returns nothing
-        and memory tools change nothing."""
+        and memory tools change nothing. With ``epoch`` (``user_epoch``,
+        taken when the chat turn began), a memory tool's write for a user
+        erased since raises UserErased and stores nothing."""
         from memoro.tools import execute  # the tools' schemas: loaded for a tool call
 
         if user_id is not None and user_id != "":
             user_id = check_user(user_id)
-        return execute(self, user_id or None, name, arguments)
+        return execute(self, user_id or None, name, arguments, epoch=check_epoch(epoch))
 
 
 def check_epoch(epoch: object) -> int | None:

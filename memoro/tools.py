@@ -33,9 +33,13 @@ class Memoro(Protocol):
     """What the tools need from the service (``memoro.service.Memoro``);
     declared here so that the tools depend on no front end or service."""
 
-    def write_block(self, user_id: str, text: str, *, writer: Writer) -> WriteResult: ...
+    def write_block(
+        self, user_id: str, text: str, *, writer: Writer, epoch: int | None = None
+    ) -> WriteResult: ...
 
-    def delete_block(self, user_id: str, *, writer: Writer) -> DeleteResult: ...
+    def delete_block(
+        self, user_id: str, *, writer: Writer, epoch: int | None = None
+    ) -> DeleteResult: ...
 
     def search(
         self,
@@ -127,9 +131,12 @@ def _without_null(field: dict[str, Any]) -> dict[str, Any]:
     return {**kept, **rest}
 
 
-Run = Callable[[Memoro, str, Any], "str | ToolResult"]
-"""A tool's body: the text the model reads, or a ToolResult when it may be
-an error (a refused write)."""
+Run = Callable[[Memoro, str, Any, "int | None"], "str | ToolResult"]
+"""A tool's body ``(memoro, user_id, arguments, epoch)``: the text the model
+reads, or a ToolResult when it may be an error (a refused write). ``epoch``
+is the user's epoch when the work making the call began (a chat turn), which
+its writes hand on: once the user is erased since, they raise UserErased and
+store nothing; None checks nothing."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,8 +154,8 @@ class Tool(ToolSpec):
 def tool(
     arguments: type[Arguments], description: str, *, without_user: str | None = None
 ) -> Callable[[Run], Tool]:
-    """Make a typed function ``(memoro, user_id, arguments) -> text`` (or a
-    ToolResult) a Tool
+    """Make a typed function ``(memoro, user_id, arguments, epoch) -> text``
+    (or a ToolResult) a Tool
     named after it, its schema and validation from ``arguments``."""
 
     def define(run: Run) -> Tool:
@@ -390,8 +397,8 @@ changes: merge or shorten lines and write again.
 The result lists the lines this write removed and added. Read the removed lines and make sure \
 each removal was intended.""",
 )
-def memory_write(memoro: Memoro, user_id: str, args: MemoryWrite) -> ToolResult:
-    result = memoro.write_block(user_id, args.block, writer=Writer.MODEL)
+def memory_write(memoro: Memoro, user_id: str, args: MemoryWrite, epoch: int | None) -> ToolResult:
+    result = memoro.write_block(user_id, args.block, writer=Writer.MODEL, epoch=epoch)
     # refused (empty or over the limit): an error, so neither host nor model takes it for a save
     return ToolResult(render_write(result), is_error=result.rejected)
 
@@ -403,8 +410,10 @@ Delete the user's whole personal memory block. Use it only when the user asks yo
 everything about them. It cannot be undone. To remove or change some lines, use memory_write \
 with the lines that should stay.""",
 )
-def memory_delete_all(memoro: Memoro, user_id: str, args: MemoryDeleteAll) -> str:
-    return render_delete(memoro.delete_block(user_id, writer=Writer.MODEL))
+def memory_delete_all(
+    memoro: Memoro, user_id: str, args: MemoryDeleteAll, epoch: int | None
+) -> str:
+    return render_delete(memoro.delete_block(user_id, writer=Writer.MODEL, epoch=epoch))
 
 
 @tool(
@@ -421,7 +430,9 @@ past turn is close enough: then nothing relevant was said before. When the user 
 system prompt. Only this user's conversations are searched.""",
     without_user="No past conversations are available: the user could not be confirmed.",
 )
-def conversation_search(memoro: Memoro, user_id: str, args: ConversationSearch) -> str:
+def conversation_search(
+    memoro: Memoro, user_id: str, args: ConversationSearch, epoch: int | None
+) -> str:
     hits = memoro.search(
         user_id, args.query, limit=args.limit, after=args.after, before=args.before
     )
@@ -460,7 +471,9 @@ about yesterday / last time?"; with before, the conversations as they stood befo
 To read what was said in one, call conversation_search with after / before around its times.""",
     without_user="No past conversations are available: the user could not be confirmed.",
 )
-def recent_conversations(memoro: Memoro, user_id: str, args: RecentConversations) -> str:
+def recent_conversations(
+    memoro: Memoro, user_id: str, args: RecentConversations, epoch: int | None
+) -> str:
     found = memoro.recent_conversations(user_id, limit=args.limit, before=args.before)
     return render_recent(found, args.before)
 
@@ -539,10 +552,17 @@ def tool_named(name: str) -> Tool:
 
 
 def execute(
-    memoro: Memoro, user_id: str | None, name: str, arguments: Mapping[str, Any] | str | None
+    memoro: Memoro,
+    user_id: str | None,
+    name: str,
+    arguments: Mapping[str, Any] | str | None,
+    *,
+    epoch: int | None = None,
 ) -> ToolResult:
     """Run the tool ``name`` for ``user_id`` (``None``: not confirmed). Bad
-    arguments come back as an error result the model can read and correct."""
+    arguments come back as an error result the model can read and correct.
+    With ``epoch`` (see Run), a write for a user erased since raises
+    UserErased: the work making the call is cancelled, not the model told."""
     tool = tool_named(name)
     if user_id is None:
         if tool.without_user is not None:
@@ -551,7 +571,7 @@ def execute(
             "Error: the user could not be confirmed, so nothing was changed.", is_error=True
         )
     try:
-        out = tool.run(memoro, user_id, _arguments(tool, arguments))
+        out = tool.run(memoro, user_id, _arguments(tool, arguments), epoch)
     except (_BadArguments, InvalidInput) as exc:
         return ToolResult(f"Error: {exc}. Nothing was changed.", is_error=True)
     return out if isinstance(out, ToolResult) else ToolResult(out)

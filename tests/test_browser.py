@@ -270,6 +270,46 @@ def test_the_chat_page_shows_the_memory_change_as_you_talk(page: Page, web_servi
     assert web_service.read_block(USER).text == "Preferred name: Al"  # type: ignore[union-attr]
 
 
+def test_the_chat_page_says_the_erase_cancelled_the_turn_under_way(
+    page: Page, web_service: Memoro
+) -> None:
+    """The page called every error of the stream "The model could not
+    answer: …", an erase too."""
+    import threading
+    import time
+
+    from memoro.agent import OpenAIProvider
+    from memoro.testing import ScriptedLLM, Step
+
+    held = threading.Event()
+    with ScriptedLLM(
+        [Step(tool_calls=[("memory_write", {"block": "Name: Al"})], hold=held)]
+    ) as llm:
+        provider = OpenAIProvider("fake", base_url=llm.openai_url, api_key="x")
+
+        def erase_while_the_model_answers() -> None:
+            deadline = time.monotonic() + 30
+            while not llm.requests and time.monotonic() < deadline:
+                time.sleep(0.01)
+            web_service.delete_user(USER)
+            held.set()
+
+        with running(web_service, AuthConfig.build("local", "", USER), provider) as base:
+            page.goto(f"{base}/chat")
+            expect(page.locator("body")).to_have_attribute("data-ready", "true")
+            eraser = threading.Thread(target=erase_while_the_model_answers)
+            eraser.start()
+            page.locator("#message").fill("Call me Al from now on.")
+            page.get_by_role("button", name="Send").click()
+            expect(page.locator("#status")).to_have_text(
+                f"{USER} was erased while this chat turn ran, so it was cancelled: nothing of it"
+                " was kept, and the conversation starts over"
+            )
+            eraser.join()
+            expect(page.locator("#memory")).to_have_text("(nothing remembered)")
+    assert web_service.read_block(USER) is None
+
+
 def test_the_memory_page_works_from_the_keyboard(page: Page, url: str, service: Memoro) -> None:
     open_memory(page, url)
     page.locator("#block").focus()

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memoro.agent.compaction import compact
-from memoro.errors import ModelError
+from memoro.errors import ModelError, UserErased
 from memoro.llm import Message, OnText, Provider, ToolCall
 from memoro.service import Memoro
 from memoro.tools import TOOLS, ToolSpec
@@ -70,6 +70,8 @@ class Agent:
         self.max_tool_rounds = max_tool_rounds
         self.context_budget_chars = context_budget_chars
         self.history: list[Message] = []
+        self._epoch: int | None = None
+        """The user's epoch when the history's first turn began."""
 
     def tools(self) -> list[ToolSpec]:
         return [*TOOLS.values()] + [
@@ -79,6 +81,7 @@ class Agent:
     def new_conversation(self) -> None:
         self.conversation_id = f"chat-{uuid.uuid4().hex[:12]}"
         self.history = []
+        self._epoch = None
 
     def send(
         self,
@@ -87,7 +90,35 @@ class Agent:
         on_tool: Callable[[ToolEvent], None] | None = None,
     ) -> TurnResult:
         """One turn: the user's message in, the final answer out; the finished
-        turn is recorded for search."""
+        turn is recorded for search.
+
+        The turn takes the user's epoch when it begins and hands it to each
+        of its writes (the tools' and the turn's record): when the user is
+        erased while it runs, it stores nothing more and raises UserErased,
+        and the conversation starts over — what it held went with the
+        erase. A conversation whose user was erased between two turns
+        starts over too."""
+        epoch = self.memoro.user_epoch(self.user_id)
+        if epoch != self._epoch:
+            self.history = []  # empty, or from before an erase of the user
+            self._epoch = epoch
+        try:
+            return self._turn(text, epoch, on_text, on_tool)
+        except UserErased:
+            self.history = []
+            self._epoch = None
+            raise UserErased(
+                f"{self.user_id} was erased while this chat turn ran, so it was cancelled:"
+                " nothing of it was kept, and the conversation starts over"
+            ) from None
+
+    def _turn(
+        self,
+        text: str,
+        epoch: int,
+        on_text: OnText | None,
+        on_tool: Callable[[ToolEvent], None] | None,
+    ) -> TurnResult:
         start = len(self.history)
         self.history.append({"role": "user", "content": text})
         result = TurnResult(answer="")
@@ -104,7 +135,7 @@ class Agent:
                 result.answer = reply.text
                 self.history.append({"role": "assistant", "content": reply.text})
                 recorded = self.memoro.record_turn(
-                    self.user_id, self.conversation_id, text, reply.text
+                    self.user_id, self.conversation_id, text, reply.text, epoch=epoch
                 )
                 result.turn_id = recorded.turn_id
                 return result
@@ -112,7 +143,7 @@ class Agent:
                 {"role": "assistant", "content": reply.text, "tool_calls": reply.tool_calls}
             )
             for tool_call in reply.tool_calls:
-                event = self._run(tool_call)
+                event = self._run(tool_call, epoch)
                 result.tools.append(event)
                 if on_tool is not None:
                     on_tool(event)
@@ -132,10 +163,12 @@ class Agent:
         self.history.append({"role": "assistant", "content": result.answer})
         return result
 
-    def _run(self, tool_call: ToolCall) -> ToolEvent:
+    def _run(self, tool_call: ToolCall, epoch: int) -> ToolEvent:
         if tool_call.name in TOOLS:
             # the user is this agent's authenticated user, never an argument
-            out = self.memoro.execute_tool(self.user_id, tool_call.name, tool_call.arguments)
+            out = self.memoro.execute_tool(
+                self.user_id, tool_call.name, tool_call.arguments, epoch=epoch
+            )
             return ToolEvent(tool_call.name, tool_call.arguments, out.text, out.is_error)
         host = self.host_tools.get(tool_call.name)
         if host is None:

@@ -9,7 +9,7 @@ import click
 
 from memoro.cli._app import cli, user_option
 from memoro.cli.history import show_hits
-from memoro.errors import ModelError
+from memoro.errors import ModelError, UserErased
 from memoro.service import Memoro
 from memoro.settings import Settings
 from memoro.tools import describe
@@ -100,6 +100,9 @@ def _converse(memoro: Memoro, agent: Agent, user: str) -> None:
             )
         except ModelError as exc:  # say so and let the person try again
             click.echo(f"\nError: {exc}", err=True)
+            continue
+        except UserErased as exc:  # erased meanwhile (memoro user delete, the Memory page)
+            click.echo(f"\n{exc}.", err=True)
             continue
         except KeyboardInterrupt:  # Ctrl-C during an answer stops that answer only
             click.echo("\n(stopped; this turn is not kept)", err=True)

@@ -19,7 +19,7 @@ from memoro import inputs
 from memoro.agent import Agent, Provider, TurnResult
 from memoro.agent.loop import ToolEvent
 from memoro.envelope import error_body
-from memoro.errors import InvalidInput
+from memoro.errors import InvalidInput, MemoroError, ModelError
 from memoro.tools import describe
 from memoro.turns import check_conversation
 from memoro.web.api import ID_SCHEMA, ErrorOut, Service
@@ -52,7 +52,8 @@ class ChatIn(BaseModel):
         default=False,
         description="Answer as server-sent events while the model writes: `text` events"
         ' ({"text"}), a `tool` event per tool call (a ToolUse), then `done` (a ChatOut) or'
-        ' `error` ({"error": {"code", "message"}}).',
+        ' `error` ({"error": {"code", "message"}}: `model_error` when the model failed,'
+        " `user_erased` when you were erased while the turn ran…).",
     )
 
 
@@ -115,9 +116,16 @@ def _out(agent: Agent, result: TurnResult) -> ChatOut:
     summary="Send a message to the configured model",
     description="One turn with the model memoro serve is configured with (MEMORO_LLM): the"
     " system prompt rebuilt from storage, memoro's tools run for the authenticated user,"
-    " the finished turn recorded for search. The Chat page uses it.",
+    " the finished turn recorded for search. The Chat page uses it. A turn under way when"
+    " you are erased (DELETE /v1/me) is cancelled: it stores nothing, answers 409"
+    " user_erased (a stream ends with that error event), and the conversation starts over.",
     responses={
         200: {"content": {"text/event-stream": {}}, "description": "A ChatOut, or events."},
+        409: {
+            "model": ErrorOut,
+            "description": "user_erased: you were erased while the turn ran; nothing of it"
+            " was kept",
+        },
         502: {"model": ErrorOut, "description": "The model's API failed or cannot be reached"},
         503: {"model": ErrorOut, "description": "No model is configured"},
     },
@@ -159,7 +167,11 @@ def _events(agent: Agent, message: str) -> Iterator[str]:
                 on_tool=lambda event: events.put(("tool", _use(event).model_dump())),
             )
             events.put(("done", _out(agent, result).model_dump()))
-        except Exception as exc:  # the model's API failed: say so in the stream
+        except MemoroError as exc:  # the model's API failed, the user was erased…
+            if isinstance(exc, ModelError):
+                log.warning("the chat model failed: %s", exc)
+            events.put(("error", error_body(exc.code, str(exc))))
+        except Exception as exc:  # the model's client failed some other way: say so
             log.warning("the chat model failed: %s", exc)
             events.put(("error", error_body("model_error", str(exc))))
 

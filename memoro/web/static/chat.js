@@ -126,7 +126,9 @@ async function send(text) {
         else say("");
       } else if (event.name === "error") {
         if (item) item.classList.remove("streaming");
-        say(`The model could not answer: ${event.data.error.message}`, "error");
+        const { code, message } = event.data.error;
+        // the model failed; else memoro refused the turn (its user was erased…) and says why
+        say(code.startsWith("model_") ? `The model could not answer: ${message}` : message, "error");
       }
     }
   } catch (error) {
