@@ -4,6 +4,7 @@ migrations and WAL."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import sqlite3
@@ -160,6 +161,96 @@ def test_a_dropped_line_survives_only_in_audit_entries_and_cut_to_200(tmp_path: 
     raw.close()
     assert (in_audit, in_blocks) == (2, 0)
     assert data.count(kept) == 2
+
+
+def test_a_checkpoint_meeting_another_ones_waits_for_it_and_truncates(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SQLite refuses a second checkpoint at once, without its busy handler,
+    while another connection holds the checkpoint lock (here one waiting for
+    a writer): memoro gave up with a warning, "a reader is busy", 79 times in
+    one retention run, leaving the WAL to chance."""
+    import threading
+
+    store = SqliteStore(tmp_path / "memoro.db")
+    memoro = Memoro(store, Settings(home=tmp_path), embedder=None, worker=False)
+    memoro.write_block("ann", "Name: Ann", writer=Writer.USER)
+    path = str(tmp_path / "memoro.db")
+    writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    writer.execute("BEGIN IMMEDIATE")  # holds the write lock
+    other = sqlite3.connect(path, isolation_level=None, timeout=30, check_same_thread=False)
+    deadline = time.monotonic() + 30
+
+    def checkpoint_waiting_for_the_writer() -> None:
+        while time.monotonic() < deadline:  # refused at once while the probe's runs: again
+            started = time.monotonic()
+            busy = other.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            if not busy or time.monotonic() - started > 0.5:
+                return
+
+    waiting = threading.Thread(target=checkpoint_waiting_for_the_writer)
+    waiting.start()  # takes the checkpoint lock, then waits for the writer
+    probe = sqlite3.connect(path, isolation_level=None)
+    while probe.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[0] != 1:
+        assert time.monotonic() < deadline, "the other checkpoint never took its lock"
+        time.sleep(0.01)
+    result: list[bool] = []
+    with caplog.at_level(logging.DEBUG, logger="memoro.store"):
+        mine = threading.Thread(target=lambda: result.append(store.checkpoint()))
+        mine.start()
+        while mine.is_alive() and "trying again" not in caplog.text:
+            assert time.monotonic() < deadline, "the checkpoint neither ended nor tried again"
+            time.sleep(0.01)
+        writer.execute("COMMIT")  # the other checkpoint goes on, then this one
+        mine.join(30)
+        waiting.join(30)
+    assert result == [True]
+    assert (tmp_path / "memoro.db-wal").stat().st_size == 0
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    for conn in (writer, other, probe):
+        conn.close()
+    memoro.close()
+
+
+def test_a_wal_kept_busy_by_a_reader_is_warned_of_once_and_said_when_truncated_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A reader holding a snapshot keeps the WAL from being truncated after a
+    deletion: one warning that says what may be left where and what happens
+    next, not one per deletion; a line when it is truncated again, and then
+    no deleted text is in any file."""
+    from memoro.store.sqlite import _db
+
+    monkeypatch.setattr(_db, "BUSY_TIMEOUT", 0.2)
+    store = SqliteStore(tmp_path / "memoro.db")
+    memoro = Memoro(store, Settings(home=tmp_path), embedder=None, worker=False)
+    reader = sqlite3.connect(tmp_path / "memoro.db", isolation_level=None)
+    with caplog.at_level(logging.DEBUG, logger="memoro.store"):
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM memory_blocks").fetchone()  # a long read
+        for i in range(3):
+            memoro.write_block("ann", f"SECRET-{i}-QUOKKA", writer=Writer.USER)
+            memoro.delete_block("ann", writer=Writer.USER)  # its checkpoint fails
+        reader.execute("COMMIT")
+        warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        assert len(warnings) == 1, warnings
+        assert "memoro.db could not be truncated for" in warnings[0]
+        assert "may remain in " in warnings[0] and "memoro.db-wal" in warnings[0]
+        assert "tries again at each deletion" in warnings[0]
+        assert store.checkpoint()
+        assert "memoro.db is truncated again: no deleted text is left in it" in caplog.text
+    assert (tmp_path / "memoro.db-wal").stat().st_size == 0
+    assert b"SECRET-" not in _all_bytes(tmp_path)
+    # a WAL busy again later is a new warning
+    caplog.clear()
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM memory_blocks").fetchone()
+    memoro.write_block("ann", "SECRET-again", writer=Writer.USER)
+    assert not store.checkpoint()
+    assert len([r for r in caplog.records if r.levelno >= logging.WARNING]) == 1
+    reader.execute("COMMIT")
+    reader.close()
+    memoro.close()
 
 
 WRITER_LOOP = """

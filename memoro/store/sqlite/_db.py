@@ -25,6 +25,8 @@ BUSY_TIMEOUT = 30.0
 """Seconds a statement waits for another connection's lock."""
 MIGRATION_WAIT = 3600.0
 """Seconds a process opening the file waits for another one's migration."""
+WAL_WARN_EVERY = 600.0
+"""Seconds between two warnings that the WAL still could not be truncated."""
 
 _PRAGMAS = (
     "PRAGMA journal_mode = WAL",
@@ -75,6 +77,7 @@ class Database:
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        self._checkpoints = _Checkpoints()
         self._migrate()
 
     def connect(self) -> sqlite3.Connection:
@@ -121,12 +124,40 @@ class Database:
         """Move the WAL into the database file and truncate the WAL to zero
         bytes. After a deletion this is what makes it true on disk: the
         WAL still holds the pages as they were before secure_delete zeroed
-        them. False when a reader kept it from finishing (after the 30 s the
-        busy handler waits); the next checkpoint finishes the job."""
-        busy = self.connect().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-        if busy:
-            log.warning("the WAL of %s could not be truncated yet: a reader is busy", self.path)
-        return not busy
+        them. False when readers or a writer kept it from finishing for the
+        30 s the busy handler waits; the next checkpoint finishes the job.
+
+        Checkpoints asked for at once in this process are run one at a
+        time, and one that began after a caller asked covers that caller
+        too; another process's checkpoint running meanwhile (SQLite refuses
+        a second one at once, without waiting) is waited for."""
+        checkpoints = self._checkpoints
+        with checkpoints.asking:
+            checkpoints.asked += 1
+            ticket = checkpoints.asked
+        with checkpoints.running:
+            if checkpoints.done >= ticket:  # began after we asked: it covered us
+                return checkpoints.truncated
+            with checkpoints.asking:
+                covers = checkpoints.asked
+            truncated = self._truncate()
+            checkpoints.done, checkpoints.truncated = covers, truncated
+            checkpoints.say(self.path, truncated)
+        return truncated
+
+    def _truncate(self) -> bool:
+        conn = self.connect()
+        deadline = time.monotonic() + BUSY_TIMEOUT
+        pause = 0.005
+        while True:
+            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            if not busy:
+                return True
+            if time.monotonic() + pause > deadline:  # the busy handler waited it out
+                return False
+            log.debug("another checkpoint of %s is running: trying again", self.path)
+            time.sleep(pause)
+            pause = min(2 * pause, 0.5)
 
     def close(self) -> None:
         with self._lock:
@@ -173,6 +204,45 @@ class Database:
                 if not waited:
                     log.warning("waiting for another memoro process to upgrade %s", self.path)
                     waited = True
+
+
+class _Checkpoints:
+    """Where a database's checkpoints stand in this process: how many were
+    asked for, how many the last finished one covered, and since when the
+    WAL has stayed untruncated (said once, then every WAL_WARN_EVERY)."""
+
+    def __init__(self) -> None:
+        self.asking = threading.Lock()
+        self.running = threading.Lock()
+        self.asked = 0
+        self.done = 0
+        self.truncated = True
+        self.failing_since: float | None = None
+        self.warned_at: float | None = None
+
+    def say(self, path: Path, truncated: bool) -> None:
+        now = time.monotonic()
+        if truncated:
+            if self.warned_at is not None:
+                log.info("the WAL of %s is truncated again: no deleted text is left in it", path)
+            self.failing_since = self.warned_at = None
+            return
+        if self.failing_since is None:
+            self.failing_since = now
+        if self.warned_at is not None and now - self.warned_at < WAL_WARN_EVERY:
+            log.debug("the WAL of %s could not be truncated yet: a reader is busy", path)
+            return
+        self.warned_at = now
+        log.warning(
+            "the WAL of %s could not be truncated for %.0f s: a reader or writer kept it busy"
+            " (a long read, a backup, an open sqlite3 shell?). Text deleted meanwhile may"
+            " remain in %s-wal until a checkpoint succeeds: memoro tries again at each"
+            " deletion (SQLite does when the file's last connection closes) and says so once"
+            " it has",
+            path,
+            now - self.failing_since + BUSY_TIMEOUT,
+            path,
+        )
 
 
 def _statements(script: str) -> Iterator[str]:
