@@ -7,12 +7,20 @@ times from the first claimed job to the last indexed turn. Two kinds of
 turns: 1,500-character turns (two model windows each) and short LoCoMo-style
 turns (a sentence or two a side; with ``--data`` the real LoCoMo dialogue).
 Each worker process gets its share of the cores (MEMORO_INDEX_THREADS).
-It also prints how long embedding one short query takes.
+
+It also indexes in this process, as a Python program or `memoro turn add`
+does (``Memoro.index_pending()``, one thread per core), and measures the
+ceiling both paths work against: the model alone, each window run alone on
+one thread per core over the same turns' windows, no database — in rounds
+that alternate the two, so a shared machine's load falls on both alike. The
+model's share of the CPU time a turn takes is printed beside it. Last, how
+long embedding one short query takes.
 
     python benchmarks/index.py
     python benchmarks/index.py --database sqlite --database pgserver
     python benchmarks/index.py --long 600 --short 2000 --processes 1,2 \
         --data ../shared/data/locomo-dev.json
+    python benchmarks/index.py --only in-process --long 240 --rounds 3
 """
 
 from __future__ import annotations
@@ -28,12 +36,14 @@ import sys
 import tempfile
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from _backends import Backend, add_option, backend, specs
 
 from memoro import Memoro
+from memoro.history.chunking import chunk, turn_text
 from memoro.history.embed import LocalEmbedder
 from memoro.history.minilm import model_dir
 from memoro.history.worker import usable_cores
@@ -141,6 +151,83 @@ def running(memoro: Memoro, user: str) -> bool:
     return memoro.store.count_jobs(user)[JobStatus.RUNNING] > 0
 
 
+def in_process(where: Backend, home: str, turns: list[NewTurn]) -> dict[str, float]:
+    """Turns per second of ``Memoro.index_pending()`` in this process (a
+    fresh user; the model loaded before the clock starts)."""
+    memoro = Memoro.open(home, worker=False, database_url=where.url)
+    assert memoro.embedder is not None
+    memoro.embedder.embed_query("warm up")
+    user = f"bench-{uuid.uuid4().hex[:8]}"
+    memoro.import_turns(user, turns)
+    started, cpu = time.perf_counter(), time.process_time()
+    memoro.index_pending()
+    elapsed = time.perf_counter() - started
+    busy = time.process_time() - cpu
+    threads = memoro.worker.threads
+    memoro.close()
+    return {"rate": len(turns) / elapsed, "cpu_ms": 1000 * busy / len(turns), "threads": threads}
+
+
+def model_alone(turns: list[NewTurn]) -> dict[str, float]:
+    """The ceiling: the windows of ``turns`` embedded as the worker embeds
+    them (one window a run, one thread per core), nothing else — turns/s,
+    and the model's CPU time a turn."""
+    local = LocalEmbedder()
+    local.embed_query("warm up")
+    windows = [
+        w
+        for t in turns
+        for piece in chunk(turn_text(t.question, t.answer))
+        for w in local._windows(piece)
+    ]
+    threads = usable_cores()
+    encoder = local._encoder()
+
+    def run(part: list[list[int]]) -> None:
+        for window in part:
+            encoder.encode_ids([window])
+
+    started, cpu = time.perf_counter(), time.process_time()
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(run, [windows[i::threads] for i in range(threads)]))
+    elapsed = time.perf_counter() - started
+    busy = time.process_time() - cpu
+    return {"rate": len(turns) / elapsed, "cpu_ms": 1000 * busy / len(turns), "threads": threads}
+
+
+def in_process_table(args: argparse.Namespace, kinds: dict[str, list[NewTurn]]) -> None:
+    """Alternating rounds: the model alone, then index_pending, per kind."""
+    rows = []
+    for spec in specs(args):
+        with backend(spec) as where:
+            for kind, turns in kinds.items():
+                for i in range(args.rounds):
+                    ceiling = model_alone(turns)
+                    with tempfile.TemporaryDirectory() as home:
+                        found = in_process(where, home, turns)
+                    rows.append((where.label, kind, i + 1, ceiling, found, os.getloadavg()[0]))
+                    print(f"{where.label} {kind}: round {i + 1} done", file=sys.stderr)
+    print(
+        "memoro indexing benchmark — in this process (Memoro.index_pending), beside the model alone"
+    )
+    print(
+        f"machine: {platform.machine()}, {usable_cores()} usable cores, CPython"
+        f" {platform.python_version()}; all-MiniLM-L6-v2 int8, one window per model run"
+    )
+    print()
+    print(
+        "| database | turns | round | model alone turns/s | model ms CPU a turn | index_pending"
+        " turns/s | ms CPU a turn | share of the model's rate | load average |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for label, kind, i, ceiling, found, load in rows:
+        print(
+            f"| {label} | {kind} | {i} | {ceiling['rate']:.1f} | {ceiling['cpu_ms']:.1f}"
+            f" | {found['rate']:.1f} | {found['cpu_ms']:.1f}"
+            f" | {found['rate'] / ceiling['rate']:.0%} | {load:.1f} |"
+        )
+
+
 def query_latency(queries: int) -> tuple[float, float]:
     """Median and p95 milliseconds to embed one short query."""
     local = LocalEmbedder()
@@ -163,6 +250,14 @@ def main() -> None:
     parser.add_argument("--processes", default="1,2", help="worker processes, e.g. 1,2")
     parser.add_argument("--queries", type=int, default=200, help="queries for query latency")
     parser.add_argument("--data", type=Path, help="LoCoMo JSON for the short turns' text")
+    parser.add_argument(
+        "--only",
+        choices=["in-process", "processes"],
+        help="only indexing in this process beside the model alone, or only worker processes",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="in-process rounds (each after the model alone)"
+    )
     add_option(parser)
     args = parser.parse_args()
     counts = [int(p) for p in args.processes.split(",")]
@@ -173,6 +268,11 @@ def main() -> None:
 
     import onnxruntime
 
+    if args.only != "processes":
+        in_process_table(args, kinds)
+        print()
+        if args.only == "in-process":
+            return
     median, p95 = query_latency(args.queries)
     rows = []
     for spec in specs(args):

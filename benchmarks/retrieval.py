@@ -16,6 +16,7 @@ NDCG@10 per category (LongMemEval: per question type) and overall.
     python benchmarks/retrieval.py --data FILE --contributions  # each signal's share
     python benchmarks/retrieval.py --data FILE --nothing        # "nothing matches" trade-off
     python benchmarks/retrieval.py --data LONGMEMEVAL --dates   # today's date, temporal questions
+    python benchmarks/retrieval.py --data FILE --limits         # the tool's default limit
 
 The analyses share one load; with ``--mode`` they follow the modes' table.
 
@@ -38,6 +39,7 @@ from typing import Any
 import _datasets
 import _dates
 import _folds
+import _limits
 import _nothing
 from _backends import add_option, backend, specs
 from _datasets import ALL_BUT_ADVERSARIAL, DataSet
@@ -213,6 +215,12 @@ def main() -> None:
         help="each signal's contribution: keyword alone, semantic alone, each fusion term"
         " removed, per fold (first --database)",
     )
+    parser.add_argument(
+        "--limits",
+        action="store_true",
+        help="R@k and the characters of the tool's text for k = 1-20 hits: what each extra"
+        " hit costs and adds (the default limit)",
+    )
     args = parser.parse_args()
 
     dataset, data = _datasets.read(args.data)
@@ -220,19 +228,20 @@ def main() -> None:
     settings = Settings.from_env(overrides={"home": ".", "embedder": args.embedder})
     inner = make_embedder(settings)
     embedder = DiskCachedEmbedder(inner) if inner is not None else None
-    if args.folds or args.contributions or args.nothing or args.dates:
+    if args.folds or args.contributions or args.nothing or args.dates or args.limits:
         # one load for every analysis asked for (a LongMemEval load takes minutes)
         with backend(specs(args)[0]) as where, tempfile.TemporaryDirectory() as home:
             memoro, questions = load(dataset, data, home, embedder, where.url)
             model = embedder.model_id if embedder else "keyword"
             print(f"{dataset.name}: {len(questions)} questions, embedder {model}, {where.label}")
-            if args.mode != "hybrid" or not (args.folds or args.contributions):
+            if args.mode != "hybrid" or not (args.folds or args.contributions or args.limits):
                 print(table({m: evaluate(memoro, dataset, questions, m) for m in modes}))
             for flag, run_it in (
                 (args.folds, lambda: _folds.report(memoro, dataset, questions)),
                 (args.contributions, lambda: _folds.contributions(memoro, dataset, questions)),
                 (args.nothing, lambda: _nothing.report(memoro, dataset, data, questions)),
                 (args.dates, lambda: _dates.report(memoro, questions)),
+                (args.limits, lambda: _limits.report(memoro, dataset, questions)),
             ):
                 if flag:
                     print()

@@ -22,6 +22,11 @@ reused by the next run (a 100k fill takes ~4 minutes).
 
     python benchmarks/search.py [--sizes 1000,10000,100000] [--queries 200] [--keep DIR]
     python benchmarks/search.py --database sqlite --database pgserver
+    python benchmarks/search.py --sizes 1000,10000 --stages   # where a search's time goes
+
+Each query is searched both ways (hybrid and keyword, in turn first), so
+the line "hybrid median minus keyword median" compares them under the same
+load.
 """
 
 from __future__ import annotations
@@ -125,7 +130,7 @@ class Row:
     first: float
     """ms of a server's first search of the user as indexing left it:
     loading the indexes included (a large user's from the copies the
-    worker kept)"""
+    worker kept), in a process that has searched before"""
     built: float
     """ms of a first search with no saved copy: the indexes built from
     every row (a large user's, after a deletion and before the worker's
@@ -223,7 +228,12 @@ def filled(home: str, url: str | None, size: int) -> float:
 
 
 def scale(
-    where: Backend, sizes: list[int], queries: int, local: LocalEmbedder, keep: Path | None
+    where: Backend,
+    sizes: list[int],
+    queries: int,
+    local: LocalEmbedder,
+    keep: Path | None,
+    stages: bool = False,
 ) -> list[Row]:
     """A row per size and mode. On SQLite each size has its own database
     (under ``keep`` when given, reused by the next run), so the first search
@@ -238,7 +248,12 @@ def scale(
             load = filled(str(home), where.url, size)
             asked = [" ".join(rng.choices(words, weights, k=4)) for _ in range(queries)]
             # a server's first search of the user as indexing left it (a large
-            # user's copies kept by the worker), then one with no copy at all
+            # user's copies kept by the worker), then one with no copy at all;
+            # the process has searched before (a server has: what a process
+            # does once — imports, first calls — is not a user's to pay)
+            warm = Memoro.open(home, embedder=local, worker=False, database_url=where.url)
+            warm.search("bench", "warm up the process", limit=10)
+            warm.close()
             fresh = Memoro.open(home, embedder=local, worker=False, database_url=where.url)
             t0 = time.perf_counter()
             fresh.search("bench", asked[0], limit=10)
@@ -247,32 +262,39 @@ def scale(
             searcher = Memoro.open(home, embedder=local, worker=False, database_url=where.url)
             drop_saved_copies(searcher)
             stored = 0.0  # measured at the end
+            built: dict[str, float] = {}
             for mode in ("hybrid", "keyword"):
                 t0 = time.perf_counter()
                 searcher.search("bench", asked[0], limit=10, mode=mode)  # load the user
-                built = (time.perf_counter() - t0) * 1000
+                built[mode] = (time.perf_counter() - t0) * 1000
                 # a large user's first build saves copies in the background (a few
                 # seconds at 100k, once); the timed searches are the steady state
                 store: Any = searcher.store
                 store.saver.flush()
-                times = []
-                for q in asked:
+            # each query searched both ways, in turn first, so the machine's
+            # load falls on hybrid and keyword alike
+            times: dict[str, list[float]] = {"hybrid": [], "keyword": []}
+            for i, q in enumerate(asked):
+                for mode in ("hybrid", "keyword") if i % 2 else ("keyword", "hybrid"):
                     t0 = time.perf_counter()
                     searcher.search("bench", q, limit=10, mode=mode)
-                    times.append((time.perf_counter() - t0) * 1000)
-                # after an earlier backend's run the peak is that run's too
-                peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+                    times[mode].append((time.perf_counter() - t0) * 1000)
+            if stages:
+                stage_times[(where.label, size)] = timed_stages(searcher, asked)
+            # after an earlier backend's run the peak is that run's too
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            for mode in ("hybrid", "keyword"):
                 rows.append(
                     Row(
                         size,
                         mode,
-                        statistics.median(times),
-                        percentile(times, 0.95),
+                        statistics.median(times[mode]),
+                        percentile(times[mode], 0.95),
                         load,
                         None,
                         None,
                         first,
-                        built,
+                        built[mode],
                         current_rss_mb(),
                         peak,
                         stored,
@@ -289,6 +311,70 @@ def scale(
     return rows
 
 
+STAGES = (
+    ("embed the query", "embedder", "embed_query"),
+    ("read the indexes up to date", "store", "search_view"),
+    ("keyword side (BM25)", "view", "keyword_search"),
+    ("vector scan", "view", "semantic"),
+    ("top 200 re-ranked", "scorer", "top"),
+    ("neighbour context", "view", "turn_context"),
+    ("fine scores of the context", "scorer", "scores_of"),
+    ("the query's median cosine", "scorer", "typical"),
+    ("fusion", "search", "rank"),
+    ("fetch the hits' texts", "store", "chunk_hits"),
+)
+stage_times: dict[tuple[str, int], dict[str, float]] = {}
+
+
+def timed_stages(searcher: Memoro, asked: list[str]) -> dict[str, float]:
+    """Median ms of each stage of a hybrid search (and of the whole), over
+    ``asked``, each stage's function wrapped with a timer."""
+    from memoro.history import search as history_search
+    from memoro.store.memory import search as memory_search
+    from memoro.store.memory import vectors
+
+    owners: dict[str, Any] = {
+        "embedder": searcher.embedder,
+        "store": searcher.store,
+        "view": memory_search.IndexView,
+        "scorer": vectors.Scorer,
+        "search": history_search,
+    }
+    spent: dict[str, list[float]] = {}
+    undo = []
+
+    def timer(label: str, function: Any) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent.setdefault(label, []).append((time.perf_counter() - t0) * 1000)
+
+        return timed
+
+    for label, owner, name in STAGES:
+        target = owners[owner]
+        original = getattr(target, name)
+        undo.append((target, name, original))
+        setattr(target, name, timer(label, original))
+    try:
+        totals = []
+        for q in asked:
+            t0 = time.perf_counter()
+            searcher.search("bench", q, limit=10)
+            totals.append((time.perf_counter() - t0) * 1000)
+    finally:
+        for target, name, original in reversed(undo):
+            if target is searcher.embedder or target is searcher.store:
+                delattr(target, name)  # the instance's wrapper; the method shows again
+            else:
+                setattr(target, name, original)
+    found = {label: statistics.median(spent.get(label, [0.0])) for label, _, _ in STAGES}
+    found["the whole search"] = statistics.median(totals)
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
@@ -298,6 +384,11 @@ def main() -> None:
         type=Path,
         metavar="DIR",
         help="keep the filled SQLite databases in DIR (one per size) and reuse them next time",
+    )
+    parser.add_argument(
+        "--stages",
+        action="store_true",
+        help="also time each stage of a hybrid search (a pass of its own, after the timed one)",
     )
     add_option(parser)
     args = parser.parse_args()
@@ -309,12 +400,14 @@ def main() -> None:
     results = {}
     for spec in specs(args):
         with backend(spec) as where:
-            results[where.label] = scale(where, sizes, args.queries, local, args.keep)
+            results[where.label] = scale(
+                where, sizes, args.queries, local, args.keep, stages=args.stages
+            )
 
     print("memoro search benchmark — one user, one 1,500-character chunk per turn")
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, CPython "
-        f"{platform.python_version()}"
+        f"{platform.python_version()}; load average {os.getloadavg()[0]:.1f} at the end"
     )
     print()
     labels = list(results)
@@ -362,6 +455,21 @@ def main() -> None:
                 print(line)
         fill = sum(r.fill for r in results[b][::2])
         print(f"{b}: filling with stand-in vectors took {fill:.0f} s in this run")
+    print()
+    for b in labels:
+        pairs = zip(results[b][::2], results[b][1::2], strict=True)
+        gaps = ", ".join(f"{h.chunks:,}: {h.median - k.median:.2f} ms" for h, k in pairs)
+        print(f"{b}: hybrid median minus keyword median (each query searched both ways) — {gaps}")
+    if stage_times:
+        print()
+        print("Where a hybrid search's time goes (median ms of each stage over the queries):")
+        print()
+        keys = list(stage_times)
+        print("| stage | " + " | ".join(f"{b} {n:,}" for b, n in keys) + " |")
+        print("|---|" + "---:|" * len(keys))
+        for label in next(iter(stage_times.values())):
+            cells = " | ".join(f"{stage_times[k][label]:.2f}" for k in keys)
+            print(f"| {label} | {cells} |")
 
 
 if __name__ == "__main__":

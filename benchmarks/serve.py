@@ -14,9 +14,17 @@ every chat makes; the worker idle), from one lean asyncio client
 (benchmarks/_http_load.py), for each ``--workers`` count of server
 processes: requests per second and p50/p95/p99.
 
+``--only indexing`` asks whether indexing makes the server's other requests
+wait: one client fetches the prompt and searches (a user with a 200-turn
+history), one request at a time, first while the worker is idle, then while
+the server's own worker thread indexes ``--turns`` 1,500-character turns
+another user imported; it prints p50/p95/p99 of each endpoint in both
+phases and the indexing rate (turns/s) the server kept meanwhile.
+
     python benchmarks/serve.py [--clients 1,8,32] [--seconds 15]
     python benchmarks/serve.py --database sqlite --database pgserver
     python benchmarks/serve.py --only prompt --database sqlite --database pgserver
+    python benchmarks/serve.py --only indexing [--turns 1000] --database sqlite --database pgserver
 """
 
 from __future__ import annotations
@@ -31,6 +39,8 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
 
 import _http_load
 import httpx
@@ -240,11 +250,118 @@ def prompt_only(args: argparse.Namespace, clients: list[int]) -> None:
             )
 
 
+def sample(
+    url: str, token: str, until: Callable[[], bool], timings: dict[str, list[float]]
+) -> None:
+    """GET /v1/prompt then GET /v1/search, one at a time, until ``until()``."""
+    rng = random.Random(5)
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}) as http:
+        while not until():
+            for name, path in (
+                ("GET /v1/prompt", "/v1/prompt"),
+                ("GET /v1/search", f"/v1/search?q={' '.join(rng.choices(WORDS, k=3))}"),
+            ):
+                start = time.perf_counter()
+                http.get(path).raise_for_status()
+                timings[name].append((time.perf_counter() - start) * 1000)
+            time.sleep(0.02)  # a user's pace, not a load test
+
+
+IndexingStats = dict[str, tuple[float, float, float, int]]
+"""endpoint (or phase) -> p50, p95, p99 ms and requests; "turns/s" -> rate."""
+
+
+def measure_indexing(where: Backend, turns: int, seconds: float) -> dict[str, IndexingStats]:
+    """Latencies while the worker is idle, then while it indexes ``turns``."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from index import long_turns
+
+    from memoro import Memoro
+
+    signer = Signer(SECRET)
+    results: dict[str, IndexingStats] = {}
+    with tempfile.TemporaryDirectory() as home:
+        env = {"MEMORO_HOME": home}
+        if where.url:
+            env["MEMORO_DATABASE_URL"] = where.url
+        url, server = start(env)
+        side = Memoro.open(home, worker=False, embedder="keyword", database_url=where.url)
+        token = signer.issue("reader", ttl=24 * 3600)
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}) as http:
+            http.put("/v1/memory", json={"block": BLOCK}).raise_for_status()
+            history = long_turns(200)
+            side.import_turns("reader", history)
+            while side.pending_jobs():
+                time.sleep(0.1)
+            http.get("/v1/search", params={"q": "warm up"}).raise_for_status()
+        for phase in ("idle", "indexing"):
+            timings: dict[str, list[float]] = defaultdict(list)
+            if phase == "idle":
+                until = time.monotonic() + seconds
+                sample(url, token, lambda until=until: time.monotonic() > until, timings)
+                rate = 0.0
+            else:
+                side.import_turns("writer", long_turns(turns))
+                started = time.perf_counter()
+                sample(url, token, lambda: side.pending_jobs("writer") == 0, timings)
+                rate = turns / (time.perf_counter() - started)
+            stats: IndexingStats = {}
+            for name, ms in sorted(timings.items()):
+                stats[name] = (
+                    statistics.median(ms),
+                    percentile(ms, 0.95),
+                    percentile(ms, 0.99),
+                    len(ms),
+                )
+            stats["turns/s"] = (rate, 0.0, 0.0, turns if phase == "indexing" else 0)
+            results[phase] = stats
+            print(f"{where.label}: {phase} done", file=sys.stderr)
+        side.close()
+        stop(server)
+    return results
+
+
+def indexing_only(args: argparse.Namespace) -> None:
+    results = {}
+    for spec in specs(args):
+        with backend(spec) as where:
+            results[where.label] = measure_indexing(where, args.turns, args.seconds)
+    print(
+        "memoro serve benchmark — one client's prompt fetches and searches, idle and while"
+        f" the server's worker indexes {args.turns:,} turns of 1,500 characters"
+    )
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, CPython "
+        f"{platform.python_version()}; load average {os.getloadavg()[0]:.1f} at the end"
+    )
+    print()
+    print(
+        "| database | endpoint | idle p50 ms | idle p95 ms | idle p99 ms | indexing p50 ms"
+        " | indexing p95 ms | indexing p99 ms | requests while indexing |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for label, phases in results.items():
+        for name in ("GET /v1/prompt", "GET /v1/search"):
+            idle, busy = phases["idle"][name], phases["indexing"][name]
+            print(
+                f"| {label} | {name} | {idle[0]:.1f} | {idle[1]:.1f} | {idle[2]:.1f}"
+                f" | {busy[0]:.1f} | {busy[1]:.1f} | {busy[2]:.1f} | {busy[3]:,} |"
+            )
+    print()
+    for label, phases in results.items():
+        print(f"{label}: indexed {phases['indexing']['turns/s'][0]:.1f} turns/s meanwhile")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", help="default: 1,8,32 (--only prompt: 32)")
     parser.add_argument("--seconds", type=float, default=15)
-    parser.add_argument("--only", choices=["prompt"], help="one endpoint alone")
+    parser.add_argument(
+        "--only", choices=["prompt", "indexing"], help="one endpoint alone, or while indexing"
+    )
+    parser.add_argument(
+        "--turns", type=int, default=1000, help="with --only indexing: turns to index"
+    )
     parser.add_argument(
         "--workers",
         default="1,2",
@@ -255,6 +372,9 @@ def main() -> None:
     clients = [int(c) for c in (args.clients or ("32" if args.only else "1,8,32")).split(",")]
     if args.only == "prompt":
         prompt_only(args, clients)
+        return
+    if args.only == "indexing":
+        indexing_only(args)
         return
 
     results = {}

@@ -142,7 +142,7 @@ SETTINGS: tuple[Setting, ...] = (
         default="256",
         help="Memory in MB for the per-user search indexes (keyword postings and vectors)"
         " each server process keeps between searches; the least recently searched users are dropped"
-        " first and read again on their next search. A user with 100k chunks takes ~150 MB.",
+        " first and read again on their next search. A user with 100k chunks takes ~190 MB.",
         metavar="MB",
     ),
     Setting(

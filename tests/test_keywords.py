@@ -84,3 +84,37 @@ def test_the_question_counts_as_the_answer_outgrows_it() -> None:
     assert share(10, 10) == 0.0 and share(10, 0) == 0.0  # no answer, no question
     index = share([40, 70, 310, 10, 10], [10, 10, 10, 10, 0])  # an index's at once
     assert index.tolist() == pytest.approx([0.0, 0.5, 0.9, 0.0, 0.0])
+
+
+def test_threads_stemming_at_once_each_get_their_own_words_stems() -> None:
+    """Indexing threads and searches stem at the same time: each must get
+    the stem of its own word (one shared stemmer handed out other threads'
+    stems, cached them for good, or raised IndexError)."""
+    import sys
+    import threading
+
+    import snowballstemmer
+
+    reference = snowballstemmer.stemmer("english")
+    words = [f"{w}ational{i}ing" for i in range(1500) for w in ("rel", "condit")]
+    expected = {w: reference.stemWord(w) for w in words}
+    wrong: list[tuple[str, str]] = []
+    failed: list[BaseException] = []
+
+    def stem_all(part: list[str]) -> None:
+        try:
+            wrong.extend((w, s) for w in part if (s := keywords.stem(w)) != expected[w])
+        except BaseException as exc:  # collected for the assertion
+            failed.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        threads = [threading.Thread(target=stem_all, args=(words[i::8],)) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert failed == [] and wrong == []

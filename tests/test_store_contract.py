@@ -12,7 +12,7 @@ import pytest
 from memoro.history import chunking
 from memoro.models import AuditRecord, Job, JobStatus, NewTurn, Operation, Writer
 from memoro.store import keywords
-from memoro.store.base import Store
+from memoro.store.base import Store, TurnIndex
 
 
 def _write(block_store: Store, user: str, text: str, writer: Writer = Writer.MODEL) -> None:
@@ -320,3 +320,34 @@ def test_a_turns_question_also_scores_on_its_own(block_store: Store) -> None:
         ),
     )
     assert plain[0][0] != recorded[0].turn_id
+
+
+def test_several_turns_index_in_one_transaction_and_a_job_no_longer_held_stores_nothing(
+    block_store: Store,
+) -> None:
+    """C2: ``save_indexes`` stores a group of one user's turns at once (one
+    commit), finishing each job with its turn; a turn whose job another
+    worker took over meanwhile stores nothing, and the others all the same.
+    With the question given, its terms are the ones read from the turn."""
+    recorded = block_store.record_turns(
+        "ann", [NewTurn("c", f"about the heron {i}", f"answer {i}", None) for i in range(3)]
+    )
+    jobs = block_store.claim_jobs("w", lease_seconds=30, limit=10)
+    turns = {r.turn_id: r for r in recorded}
+    block_store.return_jobs([jobs[1]], "w")  # this one is no longer w's
+    items = [
+        TurnIndex(
+            job,
+            int(job.payload["turn_id"]),  # type: ignore[call-overload]
+            [f"about the heron {i}\n\nanswer {i}"],
+            None,
+            f"about the heron {i}" if i != 2 else None,  # read from the turn when not given
+        )
+        for i, job in enumerate(jobs)
+    ]
+    assert block_store.save_indexes("w", items, None) == [True, False, True]
+    indexed = {turn_id for turn_id, _, _, _ in block_store.chunk_hits("ann", range(1, 99)).values()}
+    assert indexed == {items[0].turn_id, items[2].turn_id} and set(turns) >= indexed
+    assert block_store.count_jobs("ann")[JobStatus.PENDING] == 1
+    hits = block_store.keyword_search("ann", "heron", 10)
+    assert len(hits) == 2 and hits[0][2] == pytest.approx(hits[1][2])

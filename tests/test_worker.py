@@ -18,6 +18,7 @@ from memoro.history.worker import MAX_ATTEMPTS, Worker, cgroup_cpu_limit, usable
 from memoro.models import JobStatus
 from memoro.service import Memoro
 from memoro.settings import Settings
+from memoro.store.base import TurnIndex
 from memoro.store.sqlite import SqliteStore
 from memoro.testing import HashEmbedder
 
@@ -187,3 +188,53 @@ def test_index_threads_follow_a_containers_cpu_limit(
     assert cgroup_cpu_limit(tmp_path) == limit
     cores = usable_cores(tmp_path)
     assert cores == min(len(os.sched_getaffinity(0)), limit or 10**6)
+
+
+def test_a_turn_whose_index_cannot_be_stored_fails_alone(tmp_path: Path) -> None:
+    """A group of turns is stored in one transaction; when that fails, each
+    turn is stored on its own, so only the bad one is retried later (C2)."""
+    memoro = _open(tmp_path, worker=False)
+    bad = memoro.record_turn("ann", "c", "the unstorable one", "x")
+    good = [memoro.record_turn("ann", "c", f"healthy turn {i}", "ok") for i in range(3)]
+    store = memoro.store
+    save = store.save_indexes
+    groups = []
+
+    def refuse_the_bad_turn(worker: str, turns: list[TurnIndex], model: str | None) -> list[bool]:
+        groups.append(len(turns))
+        if any(t.turn_id == bad.turn_id for t in turns):
+            raise sqlite3.IntegrityError("this turn cannot be stored")
+        return save(worker, turns, model)
+
+    store.save_indexes = refuse_the_bad_turn  # type: ignore[method-assign]
+    memoro.index_pending()
+    assert groups[0] == 4  # all four at once first
+    (job,) = store.list_jobs()
+    assert job.payload == {"turn_id": bad.turn_id} and job.attempts == 1
+    assert job.last_error is not None and "cannot be stored" in job.last_error
+    found = {h.turn_id for h in memoro.search("ann", "healthy turn", limit=10)}
+    assert found == {g.turn_id for g in good}
+    memoro.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a priority per thread is Linux's")
+def test_a_servers_worker_threads_yield_the_cpu_to_its_requests(tmp_path: Path) -> None:
+    """The worker threads a serving process starts run NICE below it, so a
+    prompt fetch or a search never waits for a core behind indexing; a
+    thread that indexes because it was asked to (index_pending) does not."""
+    import threading
+
+    from memoro.history.worker import NICE
+
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    memoro = _open(tmp_path, worker=True)
+    deadline = time.monotonic() + 10
+    while True:
+        workers = [t for t in threading.enumerate() if t.name.startswith("memoro-worker-")]
+        priorities = {os.getpriority(os.PRIO_PROCESS, t.native_id or 0) for t in workers}
+        if workers and priorities == {min(19, base + NICE)}:
+            break
+        assert time.monotonic() < deadline, f"worker threads at {priorities}, not lowered"
+        time.sleep(0.01)
+    assert os.getpriority(os.PRIO_PROCESS, 0) == base  # this thread is as it was
+    memoro.close()

@@ -39,7 +39,7 @@ from memoro.errors import ConfigError, MemoroError, StoreError
 from memoro.history.chunking import chunk, turn_text
 from memoro.history.embed import Embedder, LocalEmbedder
 from memoro.models import Job
-from memoro.store.base import Store
+from memoro.store.base import Store, TurnIndex
 
 if TYPE_CHECKING:
     import numpy as np
@@ -163,6 +163,7 @@ LONG_JOBS = frozenset({"import_file", "review_block"})
 class _Indexing:
     job: Job
     turn_id: int
+    question: str
     chunks: list[str]
 
 
@@ -403,29 +404,41 @@ class Worker:
                     vectors.append(self._guarded(g.job, self._embed, [g.chunks])[0])
                 except _Failed:
                     vectors.append(_FAILED)
-        model = self.embedder.model_id if self.embedder else None
+        by_user: dict[str, list[TurnIndex]] = {}
         for g, embedded in zip(group, vectors, strict=True):
             if embedded is not _FAILED:
-                with contextlib.suppress(_Failed):
-                    self._guarded(
-                        g.job,
-                        self.store.save_index,
-                        g.job,
-                        self.name,
-                        g.turn_id,
-                        g.chunks,
-                        embedded,
-                        model,
+                turn = TurnIndex(g.job, g.turn_id, g.chunks, embedded, g.question)
+                by_user.setdefault(g.job.user_id, []).append(turn)
+        for user_id, turns in by_user.items():
+            self._save(user_id, turns)
+
+    def _save(self, user_id: str, turns: list[TurnIndex]) -> None:
+        """Store one user's embedded turns in one transaction (one flush to
+        disk for the group, not one a turn); if that fails, each turn on its
+        own, so a bad turn fails alone."""
+        model = self.embedder.model_id if self.embedder else None
+        try:
+            done = self.store.save_indexes(self.name, turns, model)
+        except Exception:  # the turns one by one say which failed
+            log.debug("saving %d turns at once failed", len(turns), exc_info=True)
+            done = []
+            for turn in turns:
+                try:
+                    done += self._guarded(
+                        turn.job, self.store.save_indexes, self.name, [turn], model
                     )
-                    metrics.observe_indexed(1)
-                    self.note_changed([g.job.user_id])
+                except _Failed:
+                    done.append(False)
+        if any(done):
+            metrics.observe_indexed(sum(done))
+            self.note_changed([user_id])
 
     def _chunks(self, job: Job) -> _Indexing | None:
         turn_id = int(str(job.payload["turn_id"]))
         turn = self.store.get_turn(job.user_id, turn_id)
         if turn is None or turn.indexed:
             return None
-        return _Indexing(job, turn_id, chunk(turn_text(turn.question, turn.answer)))
+        return _Indexing(job, turn_id, turn.question, chunk(turn_text(turn.question, turn.answer)))
 
     def _embed(self, turns: list[list[str]]) -> list[list[Floats] | None]:
         """Every chunk of every turn in one call; None for each turn when
@@ -527,10 +540,12 @@ class Worker:
     # -- in the background ---------------------------------------------------
 
     def start(self) -> None:
-        """Run jobs on background threads until ``stop`` is called."""
+        """Run jobs on background threads until ``stop`` is called, each at
+        a lower CPU priority than the process (``yield_to_requests``): in a
+        server, its requests come first."""
         if not any(t.is_alive() for t in self._running):
             self._stop.clear()
-            self._start_threads(first=0)
+            self._start_threads(first=0, background=True)
 
     def wake(self) -> None:
         """A job was queued: every idle thread looks at once."""
@@ -548,7 +563,7 @@ class Worker:
             timeout = UNREACHABLE_STOP_SECONDS
         self._join(timeout)
 
-    def _start_threads(self, first: int) -> None:
+    def _start_threads(self, first: int, background: bool = False) -> None:
         # on PostgreSQL, NOTIFY wakes the worker as soon as any process queues
         # a job; polling stays for retries that come due and for SQLite
         listener = threading.Thread(
@@ -559,7 +574,9 @@ class Worker:
         )
         listener.start()
         self._running = [
-            threading.Thread(target=self._loop, args=(i,), name=f"memoro-worker-{i}", daemon=True)
+            threading.Thread(
+                target=self._loop, args=(i, background), name=f"memoro-worker-{i}", daemon=True
+            )
             for i in range(first, self.threads)
         ]
         for thread in self._running:
@@ -590,7 +607,9 @@ class Worker:
             self._unreachable = False
         log.info("the database answers again; indexing goes on")
 
-    def _loop(self, i: int) -> None:
+    def _loop(self, i: int, background: bool = False) -> None:
+        if background:
+            yield_to_requests()
         if i == 0:
             try:
                 self._check_vectors()
@@ -619,6 +638,23 @@ class Worker:
 def one_line(exc: BaseException) -> str:
     """An error's message on one line (a driver's may take several)."""
     return " ".join(str(exc).split()) or type(exc).__name__
+
+
+NICE = 10
+"""How far below the process's CPU priority a server's worker threads run
+(Linux's nice: a thread at +10 gets about a tenth of a core a request thread
+also wants, and every core nothing else wants)."""
+
+
+def yield_to_requests() -> None:
+    """Lower this thread's CPU priority by NICE, so a server's requests
+    (prompt fetches, searches) never wait for a core behind indexing. Linux
+    keeps a priority per thread; elsewhere this thread stays as it is."""
+    try:
+        me = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, me, min(19, os.getpriority(os.PRIO_PROCESS, me) + NICE))
+    except (AttributeError, OSError):  # not Linux, or not allowed: as it was
+        log.debug("could not lower the worker thread's priority", exc_info=True)
 
 
 def add_missing_vectors(store: Store, embedder: Embedder, batch: int) -> dict[str, int]:

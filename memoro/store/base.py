@@ -139,6 +139,20 @@ class TurnContext:
     __hash__ = None  # type: ignore[assignment]
 
 
+@dataclass(frozen=True)
+class TurnIndex:
+    """What indexing one turn stores (``HistoryStore.save_indexes``): its
+    chunks and their vectors (one array of windows a chunk; None without an
+    embedding model), and the job to finish with them. ``question`` is the
+    turn's question, for its keyword terms (None: read with the turn)."""
+
+    job: Job
+    turn_id: int
+    chunks: Sequence[str]
+    vectors: Sequence[npt.NDArray[np.float32]] | None
+    question: str | None = None
+
+
 class KeywordHits(list[tuple[int, int, float]]):
     """Keyword search's best chunks, (chunk id, turn id, BM25 score) best
     first, and their ``coverage``: the largest share of the query that one
@@ -245,6 +259,15 @@ class HistoryStore(Protocol):
         model: str | None,
     ) -> bool:
         """Store a turn's chunks and vectors and finish ``job`` atomically."""
+        ...
+
+    def save_indexes(
+        self, worker: str, turns: Sequence[TurnIndex], model: str | None
+    ) -> list[bool]:
+        """``save_index`` for several turns of one user in one transaction
+        (one commit, one flush to disk): each turn's chunks and vectors
+        stored and its job finished, or nothing at all. Whether each turn's
+        job was still ``worker``'s (False: nothing of it stored)."""
         ...
 
     def list_conversations(

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from memoro.models import Conversation, Job, NewTurn, RecordedTurn, Turn, preview
+from memoro.store.base import TurnIndex
 from memoro.store.dialect import Conn, Dialect, utcnow
 from memoro.store.queue import SqlQueue, finish
 from memoro.store.users import check_epoch
@@ -69,6 +70,15 @@ def turn_from_row(d: Dialect, row: Any) -> Turn:
         indexed=row["indexed_at"] is not None,
         key=row["key"],
     )
+
+
+def _terms_of(turn: TurnIndex, question: str) -> list[keywords.ChunkTerms]:
+    """What each chunk of ``turn`` is indexed under (its ``question`` counts
+    again as question terms)."""
+    from memoro.store import keywords
+
+    parts = keywords.question_parts(question, list(turn.chunks))
+    return [keywords.chunk_terms(text, part) for text, part in zip(turn.chunks, parts, strict=True)]
 
 
 class SqlTurns(SqlQueue):
@@ -262,44 +272,69 @@ class SqlTurns(SqlQueue):
         vectors: Sequence[npt.NDArray[np.float32]] | None,
         model: str | None,
     ) -> bool:
-        user_id = job.user_id
-        with self._write(user_id) as conn:
-            if not finish(conn, job, worker):
-                return False
-            row = conn.execute(
-                "SELECT t.indexed_at, t.question FROM turns t"
-                + VISIBLE
-                + " WHERE t.id = ? AND t.user_id = ?",
-                (turn_id, user_id),
-            ).fetchone()
-            if row is None or row["indexed_at"] is not None:
-                return True  # purged, deleted or already indexed: nothing to add
-            from memoro.store import keywords
+        (saved_it,) = self.save_indexes(worker, [TurnIndex(job, turn_id, chunks, vectors)], model)
+        return saved_it
 
-            parts = keywords.question_parts(row["question"], list(chunks))
-            for ordinal, (text, part) in enumerate(zip(chunks, parts, strict=True)):
-                found = keywords.chunk_terms(text, part)
-                chunk_id = conn.execute(
-                    "INSERT INTO chunks"
-                    " (turn_id, user_id, ordinal, text, terms, length, question_length)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                    (
-                        turn_id,
-                        user_id,
-                        ordinal,
-                        text,
-                        self._terms(found),
-                        found.length,
-                        found.question_length,
-                    ),
-                ).fetchone()["id"]
-                if vectors is not None and model is not None:
-                    self._insert_vectors(conn, chunk_id, user_id, model, vectors[ordinal])
-            conn.execute(
-                "UPDATE turns SET indexed_at = ? WHERE user_id = ? AND id = ?",
-                (self.dialect.time(utcnow()), user_id, turn_id),
-            )
+    def save_indexes(
+        self, worker: str, turns: Sequence[TurnIndex], model: str | None
+    ) -> list[bool]:
+        if not turns:
+            return []
+        user_id = turns[0].job.user_id
+        if any(t.job.user_id != user_id for t in turns):
+            raise ValueError("save_indexes takes the turns of one user")
+        # the keyword terms are computed before the write lock is taken
+        terms = [_terms_of(t, t.question) if t.question is not None else None for t in turns]
+        done = []
+        with self._write(user_id) as conn:
+            for turn, found in zip(turns, terms, strict=True):
+                done.append(self._save_one(conn, worker, turn, found, model))
             self._turn_indexed(conn, user_id)
+        return done
+
+    def _save_one(
+        self,
+        conn: Conn,
+        worker: str,
+        turn: TurnIndex,
+        terms: list[keywords.ChunkTerms] | None,
+        model: str | None,
+    ) -> bool:
+        """One turn of ``save_indexes``, in its transaction."""
+        user_id = turn.job.user_id
+        if not finish(conn, turn.job, worker):
+            return False
+        row = conn.execute(
+            "SELECT t.indexed_at, t.question FROM turns t"
+            + VISIBLE
+            + " WHERE t.id = ? AND t.user_id = ?",
+            (turn.turn_id, user_id),
+        ).fetchone()
+        if row is None or row["indexed_at"] is not None:
+            return True  # purged, deleted or already indexed: nothing to add
+        if terms is None:
+            terms = _terms_of(turn, row["question"])
+        for ordinal, (text, found) in enumerate(zip(turn.chunks, terms, strict=True)):
+            chunk_id = conn.execute(
+                "INSERT INTO chunks"
+                " (turn_id, user_id, ordinal, text, terms, length, question_length)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                (
+                    turn.turn_id,
+                    user_id,
+                    ordinal,
+                    text,
+                    self._terms(found),
+                    found.length,
+                    found.question_length,
+                ),
+            ).fetchone()["id"]
+            if turn.vectors is not None and model is not None:
+                self._insert_vectors(conn, chunk_id, user_id, model, turn.vectors[ordinal])
+        conn.execute(
+            "UPDATE turns SET indexed_at = ? WHERE user_id = ? AND id = ?",
+            (self.dialect.time(utcnow()), user_id, turn.turn_id),
+        )
         return True
 
     def add_vectors(

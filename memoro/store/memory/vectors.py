@@ -453,7 +453,9 @@ class Scorer:
         assert groups is not None
         if self._fine is None:
             self._fine = np.full(len(groups.start), np.nan, np.float32)
-        todo = np.unique(picked[np.isnan(self._fine[picked])])
+        todo = picked[np.isnan(self._fine[picked])]
+        if todo.size > 1 and not (todo[1:] > todo[:-1]).all():  # a search's are ascending
+            todo = np.unique(todo)
         if todo.size:
             starts = groups.start[todo]
             ends = np.append(groups.start, len(groups.rows.scale))[todo + 1]
