@@ -287,9 +287,13 @@ class SqlTurns(SqlQueue):
         terms = [_terms_of(t, t.question) if t.question is not None else None for t in turns]
         done = []
         with self._write(user_id) as conn:
+            stored = False
             for turn, found in zip(turns, terms, strict=True):
-                done.append(self._save_one(conn, worker, turn, found, model))
-            self._turn_indexed(conn, user_id)
+                finished, wrote = self._save_one(conn, worker, turn, found, model)
+                done.append(finished)
+                stored = stored or wrote
+            if stored:  # an erased or purged user gets no generation row back
+                self._turn_indexed(conn, user_id)
         return done
 
     def _save_one(
@@ -299,11 +303,12 @@ class SqlTurns(SqlQueue):
         turn: TurnIndex,
         terms: list[keywords.ChunkTerms] | None,
         model: str | None,
-    ) -> bool:
-        """One turn of ``save_indexes``, in its transaction."""
+    ) -> tuple[bool, bool]:
+        """One turn of ``save_indexes``, in its transaction: whether its job
+        was still this worker's, and whether chunks were written."""
         user_id = turn.job.user_id
         if not finish(conn, turn.job, worker):
-            return False
+            return False, False
         row = conn.execute(
             "SELECT t.indexed_at, t.question FROM turns t"
             + VISIBLE
@@ -311,7 +316,7 @@ class SqlTurns(SqlQueue):
             (turn.turn_id, user_id),
         ).fetchone()
         if row is None or row["indexed_at"] is not None:
-            return True  # purged, deleted or already indexed: nothing to add
+            return True, False  # purged, deleted or already indexed: nothing to add
         if terms is None:
             terms = _terms_of(turn, row["question"])
         for ordinal, (text, found) in enumerate(zip(turn.chunks, terms, strict=True)):
@@ -335,7 +340,7 @@ class SqlTurns(SqlQueue):
             "UPDATE turns SET indexed_at = ? WHERE user_id = ? AND id = ?",
             (self.dialect.time(utcnow()), user_id, turn.turn_id),
         )
-        return True
+        return True, True
 
     def add_vectors(
         self, model: str, user_id: str, vectors: dict[int, npt.NDArray[np.float32]]
