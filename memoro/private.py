@@ -57,6 +57,26 @@ def write_file(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
+def write_whole(path: Path, parts: Iterable[bytes]) -> None:
+    """Write ``parts`` to ``path`` owner-only, whole or not at all: into a
+    new file beside it, flushed to disk, then renamed over ``path``; on any
+    failure the new file is removed and ``path`` is as it was."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.part")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(temporary, flags, FILE_MODE)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            for part in parts:
+                file.write(part)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
 def secure(folder: Path, files: Iterable[Path] = ()) -> None:
     """Make ``folder`` (created if missing) and ``files`` owner-only; when
     any of them was open to other accounts, say so in one log line."""

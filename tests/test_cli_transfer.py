@@ -91,3 +91,34 @@ def test_the_import_bar_counts_megabytes_as_a_file_listing_does() -> None:
     bar = Progress(5_100_000, "Reading", "byte", out=io.StringIO())
     bar.update(4_000_000)
     assert "4.0/5.1 MB" in bar.line() and "MBs" not in bar.line()
+
+
+def test_export_to_a_file_is_owner_only_and_whole(tmp_path: Path) -> None:
+    """The takeout holds the user's whole history (I1): --output writes it
+    0600 whatever the umask, replaces an older file only when complete, and
+    a folder that is not there is one clear line."""
+    import os
+    import stat
+
+    run(tmp_path, "turn", "add", "-u", "ann", "-c", "trip", "-q", "Flights?", "-a", "TAP 9:40")
+    target = tmp_path / "ann.json"
+    target.write_text("an older takeout")
+    os.chmod(target, 0o644)
+    old = os.umask(0o022)
+    try:
+        result = run(tmp_path, "export", "-u", "ann", "--output", str(target))
+    finally:
+        os.umask(old)
+    assert result.exit_code == 0, result.output
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    written, printed = (
+        json.loads(target.read_text()),
+        json.loads(run(tmp_path, "export", "-u", "ann").stdout),
+    )
+    assert written.pop("exported_at") and printed.pop("exported_at")
+    assert written == printed and written["conversations"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".part")] == []
+
+    nowhere = run(tmp_path, "export", "-u", "ann", "-o", str(tmp_path / "no" / "such.json"))
+    assert nowhere.exit_code != 0 and "cannot write" in nowhere.stderr
+    assert "Traceback" not in nowhere.output

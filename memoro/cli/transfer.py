@@ -12,6 +12,7 @@ from typing import BinaryIO
 
 import click
 
+from memoro import private
 from memoro.cli._app import cli, open_memoro, user_option
 from memoro.cli._progress import Progress, plural
 from memoro.cli.history import index_own, no_index_option, quiet_option
@@ -190,13 +191,30 @@ def _details(report: ImportReport) -> list[str]:
 
 @cli.command("export")
 @user_option
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="Write to this file instead of standard output: owner-only (0600),"
+    " and whole or not at all (written beside it, then moved into place).",
+)
 @click.pass_context
-def export(ctx: click.Context, user: str) -> None:
+def export(ctx: click.Context, user: str, output: Path | None) -> None:
     """Write everything memoro holds about a user, as JSON.
 
     The memory block, its audit log and every conversation with its turns
-    go to standard output. `memoro import` reads it back (into another
-    memoro, or this one)."""
-    for part in open_memoro(ctx).export(user):
-        sys.stdout.write(part)
-    sys.stdout.flush()
+    go to standard output, or to --output. `memoro import` reads it back
+    (into another memoro, or this one). The file holds the user's whole
+    history: keep it private (--output makes it owner-only; a shell
+    redirect uses your umask)."""
+    parts = open_memoro(ctx).export(user)
+    if output is None:
+        for part in parts:
+            sys.stdout.write(part)
+        sys.stdout.flush()
+        return
+    try:
+        private.write_whole(output, (part.encode() for part in parts))
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from None
+    click.echo(f"Wrote {output} (owner-only).", err=True)
