@@ -22,7 +22,14 @@ import pytest
 from memoro import block
 from memoro.auth import Signer
 from memoro.client import AsyncMemoroClient, MemoroClient
-from memoro.errors import BlockChanged, InvalidInput, StoreError, Unauthorized, UnknownTool
+from memoro.errors import (
+    BlockChanged,
+    InvalidInput,
+    StoreError,
+    Unauthorized,
+    UnknownTool,
+    UserErased,
+)
 from memoro.models import (
     AuditEntry,
     AuditRecord,
@@ -63,6 +70,8 @@ METHODS = [
     "proposal",
     "accept_proposal",
     "dismiss_proposal",
+    "user_epoch",
+    "delete_user",
 ]
 
 
@@ -129,6 +138,30 @@ def test_the_client_has_every_method_of_memoro_with_its_parameters() -> None:
             for parameter in embedded.parameters.values():
                 assert remote.parameters[parameter.name].default == parameter.default, name
                 assert remote.parameters[parameter.name].kind == parameter.kind, name
+
+
+def test_block_writes_of_work_begun_before_an_erase_store_nothing(setup: Setup) -> None:
+    """A chat turn takes the user's epoch when it begins (A1): its block
+    writes, whether straight or through the model's tool, are refused once
+    the user was erased since — on the client as in process."""
+    memory = setup.memory
+    memory.write_block("ann", "Preferred name: Al", writer="user")
+    epoch = memory.user_epoch("ann")
+    assert memory.write_block("ann", "Team: data", writer="user", epoch=epoch).saved
+    memory.delete_user("ann")
+    writes = [
+        lambda: memory.write_block("ann", "Preferred name: Al", writer="user", epoch=epoch),
+        lambda: memory.delete_block("ann", writer="user", epoch=epoch),
+        lambda: memory.execute_tool(
+            "ann", "memory_write", {"block": "Preferred name: Al"}, epoch=epoch
+        ),
+    ]
+    for write in writes:
+        with pytest.raises(UserErased):
+            write()
+    assert memory.read_block("ann") is None and memory.audit("ann") == []
+    again = memory.user_epoch("ann")
+    assert memory.execute_tool("ann", "memory_write", {"block": "Hi"}, epoch=again).text
 
 
 def test_nothing_remembered_reads_as_none(setup: Setup) -> None:

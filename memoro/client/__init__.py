@@ -80,17 +80,28 @@ class MemoroClient:
         return self._send(self._calls.read_block(user_id))
 
     def write_block(
-        self, user_id: str, text: str, *, writer: Writer | str, expected_etag: str | None = None
+        self,
+        user_id: str,
+        text: str,
+        *,
+        writer: Writer | str,
+        expected_etag: str | None = None,
+        epoch: int | None = None,
     ) -> WriteResult:
         """Replace the whole block (writer ``user``; the model writes through
         ``execute_tool``). A stale ``expected_etag`` raises BlockChanged."""
-        return self._send(self._calls.write_block(user_id, text, writer, expected_etag))
+        return self._send(self._calls.write_block(user_id, text, writer, expected_etag, epoch))
 
     def delete_block(
-        self, user_id: str, *, writer: Writer | str, expected_etag: str | None = None
+        self,
+        user_id: str,
+        *,
+        writer: Writer | str,
+        expected_etag: str | None = None,
+        epoch: int | None = None,
     ) -> DeleteResult:
         """Delete everything remembered about the user."""
-        return self._send(self._calls.delete_block(user_id, writer, expected_etag))
+        return self._send(self._calls.delete_block(user_id, writer, expected_etag, epoch))
 
     def audit(self, user_id: str, *, limit: int = 100) -> list[AuditEntry]:
         """The user's audit log, newest first."""
@@ -170,12 +181,17 @@ class MemoroClient:
         return self._send(self._calls.user_epoch(user_id))
 
     def execute_tool(
-        self, user_id: str | None, name: str, arguments: Mapping[str, Any] | str | None
+        self,
+        user_id: str | None,
+        name: str,
+        arguments: Mapping[str, Any] | str | None,
+        *,
+        epoch: int | None = None,
     ) -> ToolResult:
         """Run a tool call the model made, for the token's user."""
         if not user_id:
             return execute(cast(Any, None), None, name, arguments)  # nothing to send
-        return self._send(self._calls.execute_tool(user_id, name, arguments))
+        return self._send(self._calls.execute_tool(user_id, name, arguments, epoch))
 
     def review(self, user_id: str, *, apply: bool = False) -> Proposal | None:
         """Have the server's chat model review the user's block: the new
@@ -243,14 +259,27 @@ class AsyncMemoroClient:
         return await self._send(self._calls.read_block(user_id))
 
     async def write_block(
-        self, user_id: str, text: str, *, writer: Writer | str, expected_etag: str | None = None
+        self,
+        user_id: str,
+        text: str,
+        *,
+        writer: Writer | str,
+        expected_etag: str | None = None,
+        epoch: int | None = None,
     ) -> WriteResult:
-        return await self._send(self._calls.write_block(user_id, text, writer, expected_etag))
+        return await self._send(
+            self._calls.write_block(user_id, text, writer, expected_etag, epoch)
+        )
 
     async def delete_block(
-        self, user_id: str, *, writer: Writer | str, expected_etag: str | None = None
+        self,
+        user_id: str,
+        *,
+        writer: Writer | str,
+        expected_etag: str | None = None,
+        epoch: int | None = None,
     ) -> DeleteResult:
-        return await self._send(self._calls.delete_block(user_id, writer, expected_etag))
+        return await self._send(self._calls.delete_block(user_id, writer, expected_etag, epoch))
 
     async def audit(self, user_id: str, *, limit: int = 100) -> list[AuditEntry]:
         return await self._send(self._calls.audit(user_id, limit))
@@ -313,11 +342,16 @@ class AsyncMemoroClient:
         return await self._send(self._calls.user_epoch(user_id))
 
     async def execute_tool(
-        self, user_id: str | None, name: str, arguments: Mapping[str, Any] | str | None
+        self,
+        user_id: str | None,
+        name: str,
+        arguments: Mapping[str, Any] | str | None,
+        *,
+        epoch: int | None = None,
     ) -> ToolResult:
         if not user_id:
             return execute(cast(Any, None), None, name, arguments)  # nothing to send
-        return await self._send(self._calls.execute_tool(user_id, name, arguments))
+        return await self._send(self._calls.execute_tool(user_id, name, arguments, epoch))
 
     async def review(self, user_id: str, *, apply: bool = False) -> Proposal | None:
         return await self._send(self._calls.review(user_id, apply))

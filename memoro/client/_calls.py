@@ -154,6 +154,11 @@ def _json(response: httpx.Response) -> Any:
     return response.json()
 
 
+def _epoch(epoch: int | None) -> dict[str, int]:
+    """The work's epoch as a field, when there is one (the server checks it)."""
+    return {} if epoch is None else {"epoch": epoch}
+
+
 class Calls:
     """The requests behind each method, and how their answers become
     memoro's typed results; the two clients only send them."""
@@ -192,7 +197,12 @@ class Calls:
         return Call("GET", "/v1/memory", user_id, read)
 
     def write_block(
-        self, user_id: str, text: str, writer: Writer | str, expected_etag: str | None
+        self,
+        user_id: str,
+        text: str,
+        writer: Writer | str,
+        expected_etag: str | None,
+        epoch: int | None = None,
     ) -> Call[WriteResult]:
         if Writer(writer) is not Writer.USER:
             raise InvalidInput(
@@ -214,10 +224,15 @@ class Calls:
                 data["limit"],
             )
 
-        return Call("PUT", "/v1/memory", user_id, read, body={"block": text}, headers=headers)
+        body = {"block": text, **_epoch(epoch)}
+        return Call("PUT", "/v1/memory", user_id, read, body=body, headers=headers)
 
     def delete_block(
-        self, user_id: str, writer: Writer | str, expected_etag: str | None
+        self,
+        user_id: str,
+        writer: Writer | str,
+        expected_etag: str | None,
+        epoch: int | None = None,
     ) -> Call[DeleteResult]:
         if Writer(writer) is not Writer.USER:
             raise InvalidInput("over HTTP the writer is always 'user'")
@@ -227,7 +242,8 @@ class Calls:
             data = _json(response)
             return DeleteResult(data["deleted"], data["removed_count"])
 
-        return Call("DELETE", "/v1/memory", user_id, read, headers=headers)
+        params = _epoch(epoch)
+        return Call("DELETE", "/v1/memory", user_id, read, params=params, headers=headers)
 
     def audit(self, user_id: str, limit: int) -> Call[list[AuditEntry]]:
         def read(response: httpx.Response) -> list[AuditEntry]:
@@ -279,8 +295,7 @@ class Calls:
         }
         if title is not None:
             body["title"] = title
-        if epoch is not None:
-            body["epoch"] = epoch
+        body.update(_epoch(epoch))
 
         def read(response: httpx.Response) -> RecordedTurn:
             data = _json(response)
@@ -375,13 +390,20 @@ class Calls:
         return Call("DELETE", "/v1/me", user_id, read)
 
     def execute_tool(
-        self, user_id: str, name: str, arguments: Mapping[str, Any] | str | None
+        self,
+        user_id: str,
+        name: str,
+        arguments: Mapping[str, Any] | str | None,
+        epoch: int | None = None,
     ) -> Call[ToolResult]:
         def read(response: httpx.Response) -> ToolResult:
             data = _json(response)
             return ToolResult(data["text"], data["is_error"])
 
-        body = {"arguments": dict(arguments) if isinstance(arguments, Mapping) else arguments}
+        body = {
+            "arguments": dict(arguments) if isinstance(arguments, Mapping) else arguments,
+            **_epoch(epoch),
+        }
         tool_named(name)  # an unknown name is refused here, as Memoro refuses it
         return Call("POST", f"/v1/tools/{quote(name, safe='')}", user_id, read, body=body)
 

@@ -109,6 +109,27 @@ class BlockOut(BaseModel):
     updated_by: Literal["model", "user"] | None
 
 
+WORK_EPOCH = (
+    "For work that began earlier (a chat turn, a watcher): the epoch POST /v1/me/epoch gave"
+    " when it began. Once you have been erased since (DELETE /v1/me), the request is refused"
+    " with 409 user_erased and nothing is stored."
+)
+
+
+ERASED: dict[int | str, dict[str, Any]] = {
+    409: {
+        "model": ErrorOut,
+        "description": "user_erased: you were erased since the epoch sent was given;"
+        " nothing was stored.",
+    }
+}
+
+
+def _epoch_field() -> Any:
+    # a JSON number exact everywhere (JavaScript's safe integers)
+    return Field(default=None, ge=0, le=2**53 - 1, description=WORK_EPOCH)
+
+
 class BlockIn(BaseModel):
     model_config = ConfigDict(
         json_schema_extra={"examples": [{"block": "Preferred name: Al\nTracker: al@example.com"}]}
@@ -120,6 +141,7 @@ class BlockIn(BaseModel):
         " answer is a 422 WriteOut that says why.",
         json_schema_extra={"minLength": 1},
     )
+    epoch: Annotated[int | None, JsonWhole] = _epoch_field()
 
 
 class WriteOut(BaseModel):
@@ -329,6 +351,7 @@ class ToolCallIn(BaseModel):
     arguments: dict[str, Any] | str | None = Field(
         default=None, description="The arguments the model sent (object or JSON string)."
     )
+    epoch: Annotated[int | None, JsonWhole] = _epoch_field()
 
 
 class ToolCallOut(BaseModel):
@@ -363,6 +386,7 @@ def read_memory(user: User, memoro: Service, response: Response) -> BlockOut:
     summary="Replace the whole block (writer: user)",
     responses={
         412: {"model": ErrorOut, "description": "If-Match no longer holds"},
+        **ERASED,
         422: {
             "model": WriteOut | ErrorOut,
             "description": "Rejected (too long, empty: a WriteOut) or invalid (an error)",
@@ -370,7 +394,9 @@ def read_memory(user: User, memoro: Service, response: Response) -> BlockOut:
     },
 )
 def write_memory(body: BlockIn, user: User, memoro: Service, if_match: IfMatch = None) -> Any:
-    result = memoro.write_block(user, body.block, writer=Writer.USER, expected_etag=_etag(if_match))
+    result = memoro.write_block(
+        user, body.block, writer=Writer.USER, expected_etag=_etag(if_match), epoch=body.epoch
+    )
     status = 422 if result.rejected else 200
     return JSONResponse(result.to_json(), status_code=status, headers={"ETag": f'"{result.etag}"'})
 
@@ -379,10 +405,18 @@ def write_memory(body: BlockIn, user: User, memoro: Service, if_match: IfMatch =
     "/memory",
     response_model=DeleteOut,
     summary="Delete everything remembered",
-    responses=errors(412),
+    responses={**errors(412), **ERASED},
 )
-def delete_memory(user: User, memoro: Service, if_match: IfMatch = None) -> Any:
-    return memoro.delete_block(user, writer=Writer.USER, expected_etag=_etag(if_match)).to_json()
+def delete_memory(
+    user: User,
+    memoro: Service,
+    if_match: IfMatch = None,
+    epoch: Annotated[int | None, Query(ge=0, le=2**53 - 1, description=WORK_EPOCH)] = None,
+) -> Any:
+    deleted = memoro.delete_block(
+        user, writer=Writer.USER, expected_etag=_etag(if_match), epoch=epoch
+    )
+    return deleted.to_json()
 
 
 @router.delete(
@@ -596,10 +630,11 @@ def tools(format: Literal["openai", "anthropic"] = "openai") -> Any:
     "/tools/{name}",
     response_model=ToolCallOut,
     summary="Run a tool call the model made, for the authenticated user",
-    responses=errors(404),
+    responses={**errors(404), **ERASED},
 )
 def call_tool(name: str, body: ToolCallIn, user: User, memoro: Service) -> Any:
-    result = memoro.execute_tool(user, name, body.arguments)  # an unknown name is a 404
+    # an unknown name is a 404
+    result = memoro.execute_tool(user, name, body.arguments, epoch=body.epoch)
     return ToolCallOut(text=result.text, is_error=result.is_error)
 
 

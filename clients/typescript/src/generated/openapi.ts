@@ -471,6 +471,11 @@ export type components = {
              * @description The entire new block. It is normalized first (invisible characters and controls removed, line endings made \n, both ends trimmed); over 4,000 characters or empty once normalized, nothing is saved and the answer is a 422 WriteOut that says why.
              */
             block: string;
+            /**
+             * Epoch
+             * @description For work that began earlier (a chat turn, a watcher): the epoch POST /v1/me/epoch gave when it began. Once you have been erased since (DELETE /v1/me), the request is refused with 409 user_erased and nothing is stored.
+             */
+            epoch?: number | null;
         };
         /** BlockOut */
         BlockOut: {
@@ -859,6 +864,11 @@ export type components = {
             arguments?: {
                 [key: string]: unknown;
             } | string | null;
+            /**
+             * Epoch
+             * @description For work that began earlier (a chat turn, a watcher): the epoch POST /v1/me/epoch gave when it began. Once you have been erased since (DELETE /v1/me), the request is refused with 409 user_erased and nothing is stored.
+             */
+            epoch?: number | null;
         };
         /** ToolCallOut */
         ToolCallOut: {
@@ -1882,6 +1892,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorOut"];
                 };
             };
+            /** @description user_erased: you were erased since the epoch sent was given; nothing was stored. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
             /** @description If-Match no longer holds */
             412: {
                 headers: {
@@ -1922,7 +1941,10 @@ export interface operations {
     };
     delete_memory_v1_memory_delete: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description For work that began earlier (a chat turn, a watcher): the epoch POST /v1/me/epoch gave when it began. Once you have been erased since (DELETE /v1/me), the request is refused with 409 user_erased and nothing is stored. */
+                epoch?: number | null;
+            };
             header?: {
                 /** @description Act only if the block still has this ETag (else 412, nothing changes). */
                 "if-match"?: string | null;
@@ -1961,6 +1983,15 @@ export interface operations {
             };
             /** @description Forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description user_erased: you were erased since the epoch sent was given; nothing was stored. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2734,6 +2765,15 @@ export interface operations {
             };
             /** @description Not Found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description user_erased: you were erased since the epoch sent was given; nothing was stored. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
