@@ -10,7 +10,7 @@ import contextlib
 import logging
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 log = logging.getLogger("memoro")
@@ -77,19 +77,36 @@ def write_whole(path: Path, parts: Iterable[bytes]) -> None:
         raise
 
 
-def secure(folder: Path, files: Iterable[Path] = ()) -> None:
+def secure(
+    folder: Path, files: Iterable[Path] = (), ours: Callable[[str], bool] | None = None
+) -> None:
     """Make ``folder`` (created if missing) and ``files`` owner-only; when
-    any of them was open to other accounts, say so in one log line."""
+    any of them was open to other accounts, say so in one log line.
+
+    Only memoro's own things are changed: ``files`` that are regular files,
+    and ``folder`` only when everything in it is memoro's (``ours`` tells
+    by name; without it, only an empty folder). A folder that holds other
+    things (a home folder, /proc, a project) is left as it is, with one log
+    line, since its mode is not memoro's to choose."""
     make_folder(folder)
     loose: list[str] = []
     refused: list[str] = []
+    shared = ""
     for path in [folder, *files]:
         try:
             found = path.lstat()
         except FileNotFoundError:
             continue
         mode = stat.S_IMODE(found.st_mode)
-        if stat.S_ISLNK(found.st_mode) or not mode & _OTHERS:
+        if not mode & _OTHERS:
+            continue
+        if path == folder:
+            if not stat.S_ISDIR(found.st_mode):
+                continue
+            if not _only_ours(folder, ours):
+                shared = str(folder)
+                continue
+        elif not stat.S_ISREG(found.st_mode):  # a link, a pipe, a device: not memoro's file
             continue
         name = str(path) if path == folder else path.name
         try:
@@ -110,3 +127,19 @@ def secure(folder: Path, files: Iterable[Path] = ()) -> None:
             " owner-only: %s; change its owner or mode",
             ", ".join(refused),
         )
+    if shared:
+        log.warning(
+            "%s is open to other local accounts and holds more than memoro's files: its mode"
+            " is left as it is (memoro's own files in it are owner-only); give memoro a"
+            " folder of its own to keep even their names private",
+            shared,
+        )
+
+
+def _only_ours(folder: Path, ours: Callable[[str], bool] | None) -> bool:
+    """Whether everything in ``folder`` is memoro's, by name."""
+    try:
+        with os.scandir(folder) as entries:
+            return all(ours is not None and ours(entry.name) for entry in entries)
+    except OSError:
+        return False

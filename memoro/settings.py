@@ -314,6 +314,13 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 
+HOME_NAMES = frozenset(
+    {"memoro.db", "memoro.db-wal", "memoro.db-shm", "memoro.db-journal", "watch"}
+)
+"""What memoro keeps in its data folder (MEMORO_HOME): a folder holding
+anything else is not made owner-only (see memoro.private)."""
+
+
 @dataclass(frozen=True)
 class Settings:
     """Resolved settings: explicit values, else ``MEMORO_*`` variables, else
@@ -354,7 +361,7 @@ class Settings:
     worker: str = "thread"
 
     @property
-    def database_path(self) -> Path:
+    def database_path(self) -> Path:  # one of HOME_NAMES
         return self.home / "memoro.db"
 
     def database_description(self) -> dict[str, str]:
@@ -393,7 +400,8 @@ class Settings:
         from memoro.store.sqlite import SqliteStore
 
         db = self.database_path
-        secure(self.home, [db, *(db.with_name(db.name + end) for end in ("-wal", "-shm"))])
+        files = [db, *(db.with_name(db.name + end) for end in ("-wal", "-shm"))]
+        secure(self.home, files, ours=HOME_NAMES.__contains__)
         return SqliteStore(db, cache_mb=self.cache_mb)
 
     def migrate(self) -> bool:

@@ -128,10 +128,75 @@ def test_a_watch_state_open_to_others_is_closed(
     state = tmp_path / "state"
     state.mkdir(mode=0o755)
     state.chmod(0o755)
-    (state / "old.json").write_text("{}")
-    (state / "old.json").chmod(0o644)
+    old = state / (32 * "a" + ".json")  # a state file of an earlier version
+    old.write_text("{}")
+    old.chmod(0o644)
     with caplog.at_level(logging.WARNING, "memoro"), Follower([tmp_path], state):
         pass
-    assert mode(state) == 0o700 and mode(state / "old.json") == 0o600
+    assert mode(state) == 0o700 and mode(old) == 0o600
     (line,) = [r.getMessage() for r in caplog.records]
-    assert f"{state} 0755" in line and "old.json 0644" in line
+    assert f"{state} 0755" in line and f"{old.name} 0644" in line
+
+
+def test_a_data_folder_that_holds_more_than_memoro_keeps_its_mode(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """MEMORO_HOME pointed at a folder of the user's (a home folder, a
+    project): memoro's own files are owner-only, the folder and everything
+    else in it are not memoro's to change (S-privacy)."""
+    home = tmp_path / "shared"
+    home.mkdir()
+    home.chmod(0o755)
+    notes = home / "notes.txt"
+    notes.write_text("mine")
+    notes.chmod(0o644)
+    with caplog.at_level(logging.WARNING, "memoro"):
+        with Memoro(Settings(home=home).open_store(), Settings(home=home), worker=False) as m:
+            m.record_turn("ann", "c1", "Q", "A")
+    assert mode(home) == 0o755 and mode(notes) == 0o644
+    assert {mode(f) for f in database_files(home) if f.exists()} == {0o600}
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert "holds more than memoro's files" in line and str(home) in line
+
+
+def test_a_state_folder_that_is_not_the_watchers_own_is_refused_untouched(
+    tmp_path: Path,
+) -> None:
+    """`memoro watch --state` at a folder of other files (or at /proc):
+    nothing in it is made owner-only, and nothing is ever removed from it."""
+    from memoro.errors import ConfigError
+
+    folder = tmp_path / "documents"
+    folder.mkdir()
+    folder.chmod(0o755)
+    letter = folder / "letter.txt"
+    letter.write_text("Dear Bo")
+    letter.chmod(0o644)
+    with pytest.raises(ConfigError, match="not memoro watch's"):
+        Follower([tmp_path], folder)
+    with pytest.raises(ConfigError, match="is not a folder"):
+        Follower([tmp_path], letter)
+    assert mode(folder) == 0o755 and mode(letter) == 0o644
+    assert [p.name for p in folder.iterdir()] == ["letter.txt"]
+    result = subprocess.run(
+        [sys.executable, "-m", "memoro", "watch", "--once", "-u", "ann", "--state", str(folder)]
+        + [str(tmp_path)],
+        env={**os.environ, "MEMORO_HOME": str(tmp_path / "home"), "MEMORO_EMBEDDER": "keyword"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0 and "not memoro watch's" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert mode(folder) == 0o755 and [p.name for p in folder.iterdir()] == ["letter.txt"]
+
+
+def test_an_erased_watchers_state_goes_and_nothing_else(tmp_path: Path) -> None:
+    """Erase removes what the watcher wrote (A1), never a file someone put
+    beside it since."""
+    state = tmp_path / "state"
+    with Follower([tmp_path / "logs"], state) as follower:
+        later = state / "README"
+        later.write_text("put here by hand")
+        follower.abandon()
+    assert [p.name for p in state.iterdir()] == ["README"]

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import click
 
 from memoro.cli._app import cli, open_memoro, user_option
 from memoro.cli.watch import state_name
+from memoro.imports.follow import remove_state
 from memoro.models import UserDeletion
 from memoro.settings import Settings
 from memoro.words import plural
@@ -48,7 +48,7 @@ def user_delete(ctx: click.Context, user: str, yes: bool, as_json: bool) -> None
     # at its next step and removes what it may have written meanwhile
     settings: Settings = ctx.find_root().obj
     watched = settings.home / "watch" / state_name(user, settings.database_words())
-    shutil.rmtree(watched, ignore_errors=True)
+    remove_state(watched)
     if as_json:
         click.echo(json.dumps(deleted.to_json()))
     else:

@@ -19,7 +19,7 @@ import contextlib
 import hashlib
 import json
 import os
-import shutil
+import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -129,7 +129,8 @@ class Follower:
         self.roots = [Path(os.path.abspath(root)) for root in roots]
         self.folder = state
         self.clock = clock
-        secure(self.folder, self.folder.iterdir() if self.folder.is_dir() else ())
+        _own_folder(state)
+        secure(self.folder, _state_files(state), ours=_state_name)
         self._lock = _lock(self.folder)
         self.followed: dict[str, Followed] = {}
         self._reading: dict[str, _Reading] = {}
@@ -169,7 +170,7 @@ class Follower:
             self._lock.close()
             self._lock = None
         if ours:
-            shutil.rmtree(self.folder, ignore_errors=True)
+            remove_state(self.folder)
 
     def __enter__(self) -> Follower:
         return self
@@ -391,6 +392,51 @@ def _due(log: SessionLog, modified: float) -> float | None:
         return None
     tools = any(turn.waiting for turn in log.opened.values())
     return modified + (STALE_SECONDS if tools else SETTLE_SECONDS)
+
+
+_STATE_NAME = re.compile(r"(lock|[0-9a-f]{32}\.(json|partial))")
+
+
+def _state_name(name: str) -> bool:
+    """Whether a name in a state folder is one a follower writes."""
+    return _STATE_NAME.fullmatch(name) is not None
+
+
+def _state_files(folder: Path) -> list[Path]:
+    try:
+        return [folder / name for name in os.listdir(folder) if _state_name(name)]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _own_folder(folder: Path) -> None:
+    """A state folder is the follower's own: a path that is not a folder,
+    or a folder holding anything a follower does not write, is refused
+    (its files would be made owner-only, and removed with an erase)."""
+    if not os.path.lexists(folder):
+        return
+    if folder.is_symlink() or not folder.is_dir():
+        raise ConfigError(f"the state folder {folder} is not a folder; give a new or empty one")
+    try:
+        others = [name for name in os.listdir(folder) if not _state_name(name)]
+    except OSError as exc:
+        raise ConfigError(f"cannot read the state folder {folder}: {exc.strerror or exc}") from None
+    if others:
+        shown = ", ".join(sorted(others)[:3]) + (", …" if len(others) > 3 else "")
+        raise ConfigError(
+            f"the state folder {folder} holds files that are not memoro watch's ({shown});"
+            " give a new or empty folder of its own"
+        )
+
+
+def remove_state(folder: Path) -> None:
+    """Remove what a follower wrote in ``folder``, then the folder if that
+    left it empty (never anything else in it)."""
+    for path in _state_files(folder):
+        with contextlib.suppress(OSError):
+            path.unlink()
+    with contextlib.suppress(OSError):
+        folder.rmdir()
 
 
 def _lock(folder: Path) -> IO[str] | None:
