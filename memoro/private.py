@@ -95,7 +95,7 @@ def secure(
     for path in [folder, *files]:
         try:
             found = path.lstat()
-        except FileNotFoundError:
+        except OSError:  # not there, or under something that is no folder
             continue
         mode = stat.S_IMODE(found.st_mode)
         if not mode & _OTHERS:

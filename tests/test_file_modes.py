@@ -150,9 +150,9 @@ def test_a_data_folder_that_holds_more_than_memoro_keeps_its_mode(
     notes = home / "notes.txt"
     notes.write_text("mine")
     notes.chmod(0o644)
-    with caplog.at_level(logging.WARNING, "memoro"):
-        with Memoro(Settings(home=home).open_store(), Settings(home=home), worker=False) as m:
-            m.record_turn("ann", "c1", "Q", "A")
+    settings = Settings(home=home)
+    with caplog.at_level(logging.WARNING, "memoro"), Memoro(settings.open_store(), settings) as m:
+        m.record_turn("ann", "c1", "Q", "A")
     assert mode(home) == 0o755 and mode(notes) == 0o644
     assert {mode(f) for f in database_files(home) if f.exists()} == {0o600}
     (line,) = [r.getMessage() for r in caplog.records]
@@ -178,9 +178,9 @@ def test_a_state_folder_that_is_not_the_watchers_own_is_refused_untouched(
         Follower([tmp_path], letter)
     assert mode(folder) == 0o755 and mode(letter) == 0o644
     assert [p.name for p in folder.iterdir()] == ["letter.txt"]
+    command = [sys.executable, "-m", "memoro", "watch", "--once", "-u", "ann", "--state"]
     result = subprocess.run(
-        [sys.executable, "-m", "memoro", "watch", "--once", "-u", "ann", "--state", str(folder)]
-        + [str(tmp_path)],
+        [*command, str(folder), str(tmp_path)],
         env={**os.environ, "MEMORO_HOME": str(tmp_path / "home"), "MEMORO_EMBEDDER": "keyword"},
         capture_output=True,
         text=True,
@@ -200,3 +200,19 @@ def test_an_erased_watchers_state_goes_and_nothing_else(tmp_path: Path) -> None:
         later.write_text("put here by hand")
         follower.abandon()
     assert [p.name for p in state.iterdir()] == ["README"]
+
+
+def test_a_device_or_pipe_given_as_a_folder_keeps_its_mode(tmp_path: Path) -> None:
+    """`--home /dev/null` or `--state /dev/null`: never memoro's to chmod
+    (a hostile run had made /dev/null 0600 for the whole machine)."""
+    from memoro.errors import ConfigError
+    from memoro.private import secure
+
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    pipe.chmod(0o666)
+    secure(pipe, [pipe / "memoro.db", pipe])
+    assert mode(pipe) == 0o666
+    with pytest.raises(ConfigError, match="is not a folder"):
+        Follower([tmp_path], pipe)
+    assert mode(pipe) == 0o666
