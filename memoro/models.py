@@ -407,6 +407,12 @@ class Turn:
 
 PREVIEW_CHARS = 160
 
+SEARCH_DEFAULT = 5
+"""How many past turns a search returns when not told: the model's tool,
+HTTP, the CLI, the clients and ``Memoro.search`` alike. Chosen from what
+each further hit costs the model in characters against the evidence it
+adds (docs/search.md, "How many hits a search returns")."""
+
 
 def preview(text: str | None) -> str | None:
     """The first line with a character in it, cut to PREVIEW_CHARS."""

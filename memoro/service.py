@@ -19,6 +19,7 @@ from memoro.history.embed import Embedder, LocalEmbedder, make_embedder
 from memoro.history.fusion import Mode
 from memoro.history.worker import Worker, add_missing_vectors, usable_cores
 from memoro.models import (
+    SEARCH_DEFAULT,
     AuditEntry,
     AuditRecord,
     Conversation,
@@ -348,7 +349,7 @@ class Memoro(Transfers, Reviews):
         user_id: str | None,
         query: str,
         *,
-        limit: int = 5,
+        limit: int = SEARCH_DEFAULT,
         mode: Mode | str = Mode.HYBRID,
         after: datetime | date | str | None = None,
         before: datetime | date | str | None = None,

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from memoro import block, inputs
 from memoro.errors import InvalidInput, UnknownTool
 from memoro.models import (
+    SEARCH_DEFAULT,
     Conversation,
     DeleteResult,
     Outcome,
@@ -349,10 +350,10 @@ class ConversationSearch(Arguments):
 
     query: str = Field(description="What to look for: words, an exact ID, or a description.")
     limit: int = Field(
-        default=5,
+        default=SEARCH_DEFAULT,
         ge=1,
         le=SEARCH_MAX,
-        description=f"How many past turns to return (1–{SEARCH_MAX}, default 5).",
+        description=f"How many past turns to return (1–{SEARCH_MAX}, default {SEARCH_DEFAULT}).",
     )
     after: str | None = Field(
         default=None,

@@ -150,3 +150,35 @@ def test_every_json_answer_has_a_stated_shape() -> None:
                     found = _open_objects(content.get("schema"), f"{method} {path}", seen)
                     open_objects += found
     assert sorted(set(open_objects)) == ["AnthropicToolOut.input_schema", "FunctionOut.parameters"]
+
+
+def test_every_interface_returns_the_same_number_of_hits_by_default() -> None:
+    """One default for a search's hits (chosen in docs/search.md): the
+    model's tool, HTTP, the CLI, both Python clients, the TypeScript client
+    and the library say the same number."""
+    import inspect
+
+    from memoro import tools
+    from memoro.cli.history import search as search_command
+    from memoro.client import AsyncMemoroClient, MemoroClient
+    from memoro.models import SEARCH_DEFAULT
+
+    (limit,) = (p for p in SPEC["paths"]["/v1/search"]["get"]["parameters"] if p["name"] == "limit")
+    defaults = {
+        "tool": tools.CONVERSATION_SEARCH.parameters["properties"]["limit"]["default"],
+        "HTTP": limit["schema"]["default"],
+        "CLI": next(p.default for p in search_command.params if p.name == "limit"),
+        **{
+            name: inspect.signature(f).parameters["limit"].default
+            for name, f in (
+                ("Memoro.search", Memoro.search),
+                ("MemoroClient.search", MemoroClient.search),
+                ("AsyncMemoroClient.search", AsyncMemoroClient.search),
+            )
+        },
+    }
+    assert defaults == dict.fromkeys(defaults, SEARCH_DEFAULT)
+    told = tools.CONVERSATION_SEARCH.parameters["properties"]["limit"]["description"]
+    assert f"default {SEARCH_DEFAULT})" in told
+    client_ts = Path(__file__).parent.parent / "clients/typescript/src/client.ts"
+    assert f"limit: options.limit ?? {SEARCH_DEFAULT}," in client_ts.read_text()

@@ -25,7 +25,7 @@ from memoro.cli._progress import Progress, duration, plural
 from memoro.errors import InvalidInput
 from memoro.history.fusion import Mode
 from memoro.inputs import turn_time
-from memoro.models import JobStatus, SearchHits, utc_text
+from memoro.models import SEARCH_DEFAULT, JobStatus, SearchHits, utc_text
 from memoro.service import MAX_SEARCH_LIMIT, Memoro
 
 TURN_FIELDS = ("conversation", "question", "answer", "at")
@@ -158,7 +158,7 @@ def _turn_from_stdin() -> tuple[str, str, str | None]:
 @click.option(
     "--limit",
     "-n",
-    default=5,
+    default=SEARCH_DEFAULT,
     show_default=True,
     type=click.IntRange(1, MAX_SEARCH_LIMIT),
     help=f"Show at most this many past turns, best first (1 to {MAX_SEARCH_LIMIT}).",

@@ -25,6 +25,7 @@ import httpx
 
 from memoro.client._calls import Bound, Call, Calls, T, Token, fail, request, unreachable
 from memoro.models import (
+    SEARCH_DEFAULT,
     AuditEntry,
     Conversation,
     DeleteResult,
@@ -138,7 +139,7 @@ class MemoroClient:
         user_id: str | None,
         query: str,
         *,
-        limit: int = 5,
+        limit: int = SEARCH_DEFAULT,
         mode: str = "hybrid",
         after: Bound = None,
         before: Bound = None,
@@ -310,7 +311,7 @@ class AsyncMemoroClient:
         user_id: str | None,
         query: str,
         *,
-        limit: int = 5,
+        limit: int = SEARCH_DEFAULT,
         mode: str = "hybrid",
         after: Bound = None,
         before: Bound = None,

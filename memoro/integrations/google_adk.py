@@ -25,7 +25,7 @@ from memoro.integrations._common import (
     run_tool,
     tool_specs,
 )
-from memoro.models import SearchHits, iso
+from memoro.models import SEARCH_DEFAULT, SearchHits, iso
 from memoro.tools import ToolSpec
 
 
@@ -46,7 +46,9 @@ class SearchableMemory(Memory, Protocol):
     """What ``MemoroMemoryService`` needs besides the adapter calls:
     ``Memoro`` and ``MemoroClient`` both answer it."""
 
-    def search(self, user_id: str | None, query: str, *, limit: int = 5) -> SearchHits: ...
+    def search(
+        self, user_id: str | None, query: str, *, limit: int = SEARCH_DEFAULT
+    ) -> SearchHits: ...
 
 
 class MemoroPlugin(_plugins.BasePlugin):  # type: ignore[misc]

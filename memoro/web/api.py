@@ -16,7 +16,7 @@ from starlette.concurrency import run_in_threadpool
 
 from memoro import block, inputs
 from memoro.envelope import error_body
-from memoro.models import PREVIEW_CHARS, Writer, block_json
+from memoro.models import PREVIEW_CHARS, SEARCH_DEFAULT, Writer, block_json
 from memoro.service import MAX_QUERY_CHARS, MAX_SEARCH_LIMIT, Memoro
 from memoro.tools import anthropic_tools, openai_tools
 from memoro.turns import MAX_TITLE, MAX_TURN_CHARS
@@ -596,7 +596,7 @@ def search(
     ],
     limit: Annotated[
         int, Query(json_schema_extra={"minimum": 1, "maximum": MAX_SEARCH_LIMIT}), Digits
-    ] = 5,
+    ] = SEARCH_DEFAULT,
     mode: Literal["hybrid", "keyword", "semantic"] = "hybrid",
     after: Annotated[
         str | None,
