@@ -15,6 +15,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -247,6 +248,11 @@ def test_over_http_an_upload_cut_short_by_an_erase_is_409_user_erased(
 
     def body() -> Iterator[bytes]:
         yield head + data[: len(data) // 2]
+        # the server has begun the upload (a busy machine may take a while to get there)
+        deadline = time.monotonic() + 60
+        while not web_service._arriving.get("ann"):
+            assert time.monotonic() < deadline, "the upload never began"
+            time.sleep(0.01)
         with client(token_server, "ann") as other:  # DELETE /v1/me while it arrives
             assert other.delete("/v1/me").status_code == 200
         yield data[len(data) // 2 :] + f"\r\n--{boundary}--\r\n".encode()

@@ -110,11 +110,13 @@ def test_memoro_user_delete_stops_a_running_watch_of_that_user(
     )
     assert ann.stdout and ann.stderr and bob.stdout and bob.stderr
     out, err, bob_out = Lines(ann.stdout), Lines(ann.stderr), Lines(bob.stdout)
+    bob_err = Lines(bob.stderr)
     try:
         assert "Following" in err.next()
+        assert "Following" in bob_err.next()  # both watch before the log is written
         session.write(session.turn("Question 0", ["Answer 0"]))
         assert "1 new turn" in out.next()
-        assert "1 new turn" in bob_out.next()
+        assert "1 new turn" in bob_out.next(), bob_err.lines.queue
         erased = CliRunner().invoke(cli, ["user", "delete", "-u", "ann", "--yes"], env=env)
         assert erased.exit_code == 0, erased.output
         session.write(session.turn("Question 1", ["Answer 1"]))
@@ -127,7 +129,7 @@ def test_memoro_user_delete_stops_a_running_watch_of_that_user(
         out.close()
         err.close()
         bob_out.close()
-        bob.stderr.close()
+        bob_err.close()
     said = []
     while not err.lines.empty():
         said.append(err.lines.get())
