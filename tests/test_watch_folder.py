@@ -76,12 +76,17 @@ def test_a_link_out_of_the_folder_is_not_followed(memoro: Memoro, tmp_path: Path
     (logs / "theirs.jsonl").symlink_to(elsewhere / "theirs.jsonl")
     (logs / "zero.jsonl").symlink_to("/dev/zero")
     (logs / "again.jsonl").symlink_to(logs / "mine.jsonl")
+    (logs / "their-project").symlink_to(elsewhere)  # a folder link: said too
+    (logs / "sub").mkdir()
+    (logs / "sub" / "back").symlink_to(logs)  # a folder link inside: nothing to say
     with Follower([logs], tmp_path / "state") as follower:
         found = poll_in_a_thread(follower, memoro)
+        assert poll_in_a_thread(follower, memoro) == []  # said once
     reasons = {f.path.name: f.refused for f in found if f.refused}
     assert reasons == {
         "theirs.jsonl": f"a link to {elsewhere / 'theirs.jsonl'}, outside {logs}: not followed",
         "zero.jsonl": "a link to /dev/zero, outside " + str(logs) + ": not followed",
+        "their-project": f"a link to the folder {elsewhere}, outside {logs}: not followed",
     }
     assert stored(memoro, "ann") == [("My question", "About My question.")]  # once
     imported = CliRunner().invoke(
@@ -90,6 +95,7 @@ def test_a_link_out_of_the_folder_is_not_followed(memoro: Memoro, tmp_path: Path
     assert imported.exit_code == 0, imported.output
     assert imported.stdout.startswith("Imported 1 new turn from 1 conversation ")
     assert "theirs.jsonl: a link to" in imported.stdout and "not followed" in imported.stdout
+    assert f"their-project: a link to the folder {elsewhere}" in imported.stdout
 
 
 def test_a_line_too_long_is_passed_over_and_reported(memoro: Memoro, tmp_path: Path) -> None:

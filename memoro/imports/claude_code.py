@@ -10,7 +10,9 @@ tool calls is one answer, whatever forks the recording makes inside a turn;
 the branch the user saw runs from the last prompt in the file up through
 the prompts before it. Sub-agent traffic (``isSidechain``), meta entries,
 compaction summaries, command output, reminders, thinking and tool traffic
-are not dialogue. A turn's key is its prompt's ``uuid``.
+are not dialogue. A turn's key is its prompt's ``uuid``. An entry on a line
+too long to read is still a link of the tree (its ids are read as the line
+goes by): a prompt there loses its turn only, a tool result nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from memoro.imports.logfiles import Skim
 from memoro.imports.model import ImportedConversation, Tally
 from memoro.imports.sessions import (
     AI_TITLE,
@@ -74,6 +77,7 @@ _OUTPUT = (
     "<bash-stderr>",
 )
 _INTERRUPTED = "[Request interrupted by user"
+_NOT_PROMPTS = ("isMeta", "isCompactSummary", "isVisibleInTranscriptOnly")
 _ENDS = frozenset({"end_turn", "stop_sequence"})
 
 
@@ -116,6 +120,29 @@ class ClaudeCodeLog(SessionLog):
             else:
                 tally.unknown[f"{kind or 'untyped'} entries"] += 1
             self._belongs(raw, self._owner(raw.get("parentUuid")))
+
+    def passed(self, skim: Skim, tally: Tally) -> None:
+        fields = skim.fields
+        if fields.get("isSidechain") is True:
+            return
+        parent = fields.get("parentUuid")
+        if fields.get("type") == "system" and parent is None:
+            parent = fields.get("logicalParentUuid")
+        owner = self._owner(parent)
+        uuid = fields.get("uuid")
+        prompt = (
+            fields.get("type") == "user"
+            and "toolUseResult" not in fields
+            and "tool_use_id" not in skim.keys
+            and not any(fields.get(flag) for flag in _NOT_PROMPTS)
+        )
+        if prompt and isinstance(uuid, str) and uuid:
+            key = f"{PROVIDER}:{uuid}"
+            self.open_lost(key, self._key(owner))
+            self.prompts.append(key)
+            self.owners[uuid] = len(self.prompts) - 1
+        else:
+            self._belongs(fields, owner)
 
     # -- entries ----------------------------------------------------------------
 

@@ -9,8 +9,9 @@ Storing is the caller's (the function given to ``poll``). A log's state
 moves on only after its turns are stored; a crash in between reads them
 again, and their keys keep them stored once: nothing missed, nothing
 doubled. A log is read in batches, each stored before the next, so a stop
-is heeded within one batch. Which files are read, and how (regular files
-only, never blocking, lines with a bound): ``logfiles.py``.
+is heeded within one batch (or one piece of a line too long to read, while
+it is passed over). Which files are read, and how (regular files only,
+never blocking, lines with a bound): ``logfiles.py``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import IO, Any
 from memoro.errors import ConfigError
 from memoro.imports.claude_code import ClaudeCodeLog
 from memoro.imports.codex import CodexLog
-from memoro.imports.logfiles import Found, open_log, scan
+from memoro.imports.logfiles import Found, Skim, open_log, scan
 from memoro.imports.model import ImportedConversation, Tally
 from memoro.imports.sessions import (
     SETTLE_SECONDS,
@@ -82,6 +83,8 @@ class Followed:
     lines: int = 0
     skipping: bool = False
     """The bytes at ``offset`` go on a line too long to read, being passed over."""
+    skim: dict[str, Any] | None = None
+    """What that line said so far (``Skim.state``)."""
     format: str | None = None
     """claude-code, codex, "" (no session log), None (not known yet)."""
     log: dict[str, Any] | None = None
@@ -113,7 +116,7 @@ class _Reading:
     def __init__(self, log: SessionLog, followed: Followed) -> None:
         self.log = log
         self.offset, self.lines = followed.offset, followed.lines
-        self.skipping = followed.skipping
+        self.skipping = Skim(followed.skim) if followed.skipping else None
         self.size, self.modified, self.due = followed.size, followed.modified, followed.due
         self.saved = time.monotonic()
 
@@ -206,7 +209,8 @@ class Follower:
         now = self.clock()
         for key, reading in list(self._reading.items()):
             idle = now - reading.modified / 1e9 >= SETTLE_SECONDS
-            if idle and not reading.log.waiting and key in self.followed:
+            read = reading.size >= 0  # not stopped part-way
+            if idle and read and not reading.log.waiting and key in self.followed:
                 self._save(self.followed[key], reading, keep=False)  # over: let it go
                 del self._reading[key]
 
@@ -269,7 +273,7 @@ class Follower:
                 log.restore(followed.log)
             else:  # nothing kept of an earlier reading: read it all
                 followed.offset = followed.lines = 0
-                followed.skipping = False
+                followed.skipping, followed.skim = False, None
             reading = self._reading[key] = _Reading(log, followed)
         tally = Tally()
         stored: list[ImportedConversation] = []
@@ -292,6 +296,7 @@ class Follower:
                     first=reading.lines + 1,
                     skipping=reading.skipping,
                     budget=BATCH_BYTES,
+                    stop=stop,
                 )
                 if fed.done and fed.rest.strip() and quiet >= SETTLE_SECONDS:
                     # a last line without its line break, long unchanged: whole?
@@ -336,7 +341,8 @@ class Follower:
 
     def _save(self, followed: Followed, reading: _Reading, *, keep: bool = True) -> None:
         followed.offset, followed.lines = reading.offset, reading.lines
-        followed.skipping = reading.skipping
+        followed.skipping = reading.skipping is not None
+        followed.skim = None if reading.skipping is None else reading.skipping.state()
         followed.size, followed.modified, followed.due = reading.size, reading.modified, reading.due
         followed.log = reading.log.state() if keep else None
         target = self._file(followed.path)

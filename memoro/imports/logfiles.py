@@ -4,17 +4,19 @@ a bound. Only regular files are read (a FIFO named ``*.jsonl`` would hang
 ``open`` forever, a device never ends); a link is followed only to a
 regular file inside the folder watched (else it would import another
 account's logs as this user's); a line longer than ``MAX_LINE_BYTES`` is
-read past in pieces and reported, never held whole."""
+read past in pieces and reported, never held whole, what it says at its top
+level (its type, its ids: short values) kept as it goes by (``Skim``), so
+that a log whose entries link to one another keeps its links."""
 
 from __future__ import annotations
 
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 MAX_LINE_BYTES = 16 * 2**20
 """The longest log line read. Hosts write a line per message; the longest
@@ -25,6 +27,146 @@ SKIP_BYTES = 2**20
 _LOG = re.compile(r"\.jsonl$")
 
 
+def too_long() -> str:
+    """What a line passed over is, in words."""
+    limit = MAX_LINE_BYTES
+    return (
+        f"a line longer than {limit // 2**20} MiB"
+        if limit >= 2**20
+        else f"a line over {limit:,} bytes"
+    )
+
+
+SHORT_CHARS = 200
+"""A top-level string of a line too long to hold is kept up to this long
+(an id, a type); a longer one is noted as there, its value not kept."""
+_FIELDS = 64
+_KEYS = 256
+_IN_STRING = re.compile(rb'["\\]')
+_TOP = re.compile(rb'[\[\]{}",:]')
+_DEEP = re.compile(rb'[\[\]{}":]')
+
+
+class Skim:
+    """What a line too long to hold says, read in pieces of any size: its
+    top-level fields (a short string, a number, true, false or null as it
+    is; ``{}``/``[]`` for an object or array; None for a long string) and
+    the names of the keys in it at any depth. Plain JSON (``state``), to go
+    on with a line still being written."""
+
+    def __init__(self, state: dict[str, Any] | None = None) -> None:
+        state = state or {}
+        self.depth: int = state.get("depth", 0)
+        self.quoted: bool = state.get("quoted", False)
+        """Inside a string."""
+        self.escape: bool = state.get("escape", False)
+        text = state.get("text")
+        self.text: bytearray | None = None if text is None else bytearray(text.encode("latin-1"))
+        """The string being read, while it is short."""
+        self.last: str | None = state.get("last")
+        """The string last read, if short: a key if a colon follows."""
+        self.key: str | None = state.get("key")
+        self.value: bool = state.get("value", False)
+        """A top-level value comes next (of ``key``)."""
+        self.literal = bytearray(state.get("literal", "").encode("latin-1"))
+        self.fields: dict[str, Any] = dict(state.get("fields", {}))
+        self.keys: set[str] = set(state.get("keys", []))
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "depth": self.depth,
+            "quoted": self.quoted,
+            "escape": self.escape,
+            "text": None if self.text is None else self.text.decode("latin-1"),
+            "last": self.last,
+            "key": self.key,
+            "value": self.value,
+            "literal": self.literal.decode("latin-1"),
+            "fields": self.fields,
+            "keys": sorted(self.keys),
+        }
+
+    def feed(self, piece: bytes) -> None:
+        """Read on through ``piece``; only quotes, brackets, colons (and
+        commas at the top) cost a step, so a long string or a run of junk
+        goes by at the speed of a search."""
+        at, end = 0, len(piece)
+        while at < end:
+            if self.quoted:
+                if self.escape:
+                    self.escape, self.text, at = False, None, at + 1
+                    continue
+                found = _IN_STRING.search(piece, at)
+                stop = found.start() if found else end
+                if self.text is not None:
+                    self.text += piece[at : min(stop, at + SHORT_CHARS + 1)]
+                    if len(self.text) > SHORT_CHARS:
+                        self.text = None
+                if found is None:
+                    return
+                at = stop + 1
+                if piece[stop] == 0x5C:  # a backslash: the next byte is escaped
+                    self.escape = True
+                else:
+                    self.quoted = False
+                    self._string()
+                continue
+            found = (_TOP if self.depth == 1 else _DEEP).search(piece, at)
+            stop = found.start() if found else end
+            if self.value and self.depth == 1 and len(self.literal) < 64:
+                self.literal += piece[at:stop][:64]
+            if found is None:
+                return
+            at = stop + 1
+            self._mark(piece[stop])
+
+    def _string(self) -> None:
+        text = None if self.text is None else self.text.decode("utf-8", "replace")
+        self.text = None
+        if self.depth == 1 and self.value:
+            self._field(text)
+            self.last = None
+        else:
+            self.last = text
+
+    def _mark(self, mark: int) -> None:
+        if mark == 0x22:  # "
+            self.quoted, self.text = True, bytearray()
+        elif mark == 0x3A:  # :
+            if self.last is not None and len(self.keys) < _KEYS:
+                self.keys.add(self.last)
+            if self.depth == 1:
+                self.key, self.value, self.literal = self.last, True, bytearray()
+            self.last = None
+        elif mark in (0x7B, 0x5B):  # { [
+            if self.depth == 1 and self.value:
+                self._field({} if mark == 0x7B else [])
+            self.depth += 1
+        elif mark in (0x7D, 0x5D, 0x2C):  # } ] ,
+            if self.depth == 1 and self.value:
+                self._field(_literal(bytes(self.literal)))
+            if mark != 0x2C:
+                self.depth = max(self.depth - 1, 0)
+
+    def _field(self, value: Any) -> None:
+        if self.key is not None and (self.key in self.fields or len(self.fields) < _FIELDS):
+            self.fields[self.key] = value
+        self.value = False
+
+
+def _literal(raw: bytes) -> Any:
+    text = raw.strip()
+    if text in (b"true", b"false", b"null"):
+        return {b"true": True, b"false": False, b"null": None}[text]
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return None
+
+
 @dataclass(frozen=True)
 class Overlong:
     """A line longer than ``MAX_LINE_BYTES``, or a piece of one: read past."""
@@ -32,21 +174,32 @@ class Overlong:
     size: int
     """Its bytes read here (its line break included, if ``ended``)."""
     ended: bool
-    """Its line break was read (else the file ended first)."""
+    """Its line break was read (else the file ended first, or a stop came)."""
     start: bool
     """It begins here (else it goes on from an earlier read)."""
+    skim: Skim
+    """What it says, as far as read."""
+    stopped: bool = False
+    """Reading stopped part-way, asked to (the file goes on)."""
 
 
 def read_lines(
-    stream: IO[bytes], *, limit: int = MAX_LINE_BYTES, skipping: bool = False
+    stream: IO[bytes],
+    *,
+    limit: int | None = None,
+    skipping: Skim | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> Iterator[bytes | Overlong]:
     """Each line of ``stream`` with its line break; a last one without it
     (the file ends there, or it is still being written); a line longer than
-    ``limit`` as an ``Overlong``. ``skipping``: the stream starts inside an
-    over-long line, which is read past first."""
+    ``limit`` (``MAX_LINE_BYTES``) as an ``Overlong``. ``skipping``: the
+    stream starts inside an over-long line (read so far into that skim),
+    which is read past first. ``stop`` is asked between the pieces of an
+    over-long line: a line of gigabytes takes long to pass."""
+    limit = MAX_LINE_BYTES if limit is None else limit
     while True:
-        if skipping:
-            raw, start = b"", False
+        if skipping is not None:
+            raw, start, skim = b"", False, skipping
         else:
             raw = stream.readline(limit)
             if not raw or raw.endswith(b"\n") or len(raw) < limit:
@@ -54,19 +207,25 @@ def read_lines(
                     return
                 yield raw
                 continue
-            start = True
+            start, skim = True, Skim()
+            skim.feed(raw)
         size = len(raw)
+        stopped = False
         while True:
+            if stop is not None and stop():
+                stopped, piece = True, b""
+                break
             piece = stream.readline(SKIP_BYTES)
             size += len(piece)
+            skim.feed(piece)
             if not piece or piece.endswith(b"\n"):
                 break
         ended = piece.endswith(b"\n")
         if size or start:
-            yield Overlong(size, ended, start)
+            yield Overlong(size, ended, start, skim, stopped)
         if not ended:
             return
-        skipping = False
+        skipping = None
 
 
 @dataclass(frozen=True)
@@ -89,8 +248,9 @@ class Refused:
 def scan(root: Path) -> tuple[list[Found], list[Refused]]:
     """The ``.jsonl`` files at ``root`` (a file, or a folder searched
     through), oldest change first, so a session resumed into a new file
-    comes after the one it continues; and those refused. A file named
-    explicitly may be a link to anywhere."""
+    comes after the one it continues; and those refused (and links to
+    folders outside, not walked into). A file named explicitly may be a
+    link to anywhere."""
     if not root.is_dir():
         one = _check(root, None)
         return ([one], []) if isinstance(one, Found) else ([], [one])
@@ -99,6 +259,13 @@ def scan(root: Path) -> tuple[list[Found], list[Refused]]:
     refused: list[Refused] = []
     for folder, dirs, files in os.walk(root):
         dirs.sort()
+        for name in dirs:  # never walked into (a link inside leads where the walk goes anyway)
+            link = Path(folder) / name
+            real = os.path.realpath(link)
+            if link.is_symlink() and os.path.commonpath([inside, real]) != inside:
+                refused.append(
+                    Refused(link, f"a link to the folder {real}, outside {inside}: not followed")
+                )
         for name in files:
             if not _LOG.search(name):
                 continue

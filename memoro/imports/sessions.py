@@ -26,7 +26,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any, ClassVar
 
-from memoro.imports.logfiles import MAX_LINE_BYTES, Overlong, read_lines
+from memoro.imports import logfiles
+from memoro.imports.logfiles import Overlong, Skim, read_lines
 from memoro.imports.model import ImportedConversation, ImportedTurn, Tally
 from memoro.imports.source import Source, json_members
 from memoro.imports.times import BadTime, parse
@@ -84,10 +85,17 @@ class SessionLog:
         """Tool calls waiting for a result → the key of their turn."""
         self.marks_ends = False
         """The log has said a turn ended (so it says so of every turn)."""
+        self.lost: set[str] = set()
+        """Prompts on lines too long to read: on the branch, never stored."""
 
     def feed(self, number: int, raw: Any, tally: Tally) -> None:
         """Read line ``number`` of the log (JSON already parsed)."""
         raise NotImplementedError
+
+    def passed(self, skim: Skim, tally: Tally) -> None:
+        """A line too long to read was passed over; ``skim`` is what its
+        top level said (a format whose entries link to one another keeps
+        the link it was)."""
 
     # -- for the formats ------------------------------------------------------
 
@@ -111,6 +119,15 @@ class SessionLog:
         if first_line and conversation not in self.titles:
             self.titles[conversation] = (PROMPT_TITLE, _short(first_line))
 
+    def open_lost(self, key: str, previous: str | None) -> None:
+        """A prompt on a line too long to read, after ``previous`` on its
+        branch: its turn is lost, the branch goes on through it."""
+        if key in self.chain:
+            return
+        self.chain[key] = previous
+        self.latest = key
+        self.lost.add(key)
+
     def answer(
         self, key: str | None, text: str, at: object, tally: Tally, *, tentative: bool = False
     ) -> None:
@@ -124,6 +141,8 @@ class SessionLog:
             turn.answers.append(text)
             turn.answered_at = at or turn.answered_at
             turn.tools_after, turn.tentative = False, tentative
+        elif key in self.lost:
+            tally.skipped["replies to a prompt on a line too long to read"] += 1
         else:
             tally.skipped["replies written after their turn was stored"] += 1
 
@@ -232,6 +251,7 @@ class SessionLog:
             "titles": self.titles,
             "tools": self.tools,
             "marks_ends": self.marks_ends,
+            "lost": sorted(self.lost),
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -241,6 +261,7 @@ class SessionLog:
         self.titles = {c: (int(r), str(t)) for c, (r, t) in state["titles"].items()}
         self.tools = dict(state["tools"])
         self.marks_ends = bool(state.get("marks_ends", False))
+        self.lost = set(state.get("lost", []))
 
 
 def _turn(turn: Opened, tally: Tally) -> ImportedTurn | None:
@@ -286,9 +307,9 @@ class Fed:
     rest: bytes = b""
     """A last line without its line break, left unread: it may still be
     being written."""
-    skipping: bool = False
-    """It stopped inside a line too long to read, whose end is not written
-    yet: the next read goes on passing over it."""
+    skipping: Skim | None = None
+    """It stopped inside a line too long to read (its end not written yet,
+    or a stop came): the next read goes on passing over it, from this."""
     done: bool = True
     """It read to the end (else it stopped at its budget, between lines)."""
 
@@ -299,25 +320,30 @@ def feed_stream(
     tally: Tally,
     *,
     first: int = 1,
-    skipping: bool = False,
+    skipping: Skim | None = None,
     budget: int | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> Fed:
     """Feed ``log`` the complete lines of ``stream`` (numbered from
     ``first``), up to about ``budget`` bytes. A line longer than
-    ``MAX_LINE_BYTES`` is passed over and counted as a problem."""
+    ``MAX_LINE_BYTES`` is passed over and counted as a problem, and what
+    its top level said is given to the log; ``stop`` is asked while
+    passing over one."""
     fed = Fed(skipping=skipping)  # nothing more written yet: still inside that line
     number = first - 1
-    for raw in read_lines(stream, skipping=skipping):
+    for raw in read_lines(stream, skipping=skipping, stop=stop):
         if isinstance(raw, Overlong):
             fed.read += raw.size
-            fed.skipping = not raw.ended
+            fed.skipping = None if raw.ended else raw.skim
             if raw.start:
                 tally.fail(
                     f"{log.name}:{number + 1}",
-                    f"a line longer than {MAX_LINE_BYTES // 2**20} MiB, passed over",
+                    f"{logfiles.too_long()}, passed over",
                 )
             if not raw.ended:
+                fed.done = not raw.stopped
                 return fed
+            log.passed(raw.skim, tally)
             fed.lines += 1
             number += 1
         elif not raw.endswith(b"\n"):
@@ -390,8 +416,8 @@ _CODEX_TYPES = frozenset(
     {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 )
 DETECT_LINES = 5
-DETECT_BYTES = MAX_LINE_BYTES + 2**20
-"""What is read of a log to tell its host: its first lines, this much at most."""
+DETECT_BYTES = 2**20
+"""What is read of a log to tell its host past a line too long to read."""
 
 
 def kind(value: object) -> str | None:
@@ -409,15 +435,17 @@ def kind(value: object) -> str | None:
 
 def sniff(stream: IO[bytes]) -> tuple[str | None, bool]:
     """Which host wrote the log ``stream`` starts, and whether enough of it
-    was read to tell (a host, or none: its first lines, or ``DETECT_BYTES``,
-    say no host's). At most ``DETECT_BYTES`` are read; a line too long to
-    read tells nothing."""
-    head = stream.read(DETECT_BYTES)
+    was read to tell (a host, or none: its first lines, or what was read,
+    say no host's). At most ``MAX_LINE_BYTES`` and ``DETECT_BYTES`` are
+    read; a line too long to read tells its host by its top level."""
+    head = stream.read(logfiles.MAX_LINE_BYTES + DETECT_BYTES)
     complete = 0
     for number, raw in enumerate(read_lines(io.BytesIO(head)), 1):
         if number > DETECT_LINES:
             break
         if isinstance(raw, Overlong):
+            if (found := kind(raw.skim.fields)) is not None:
+                return found, True
             complete += raw.ended
             continue
         if not raw.endswith(b"\n"):
@@ -427,7 +455,7 @@ def sniff(stream: IO[bytes]) -> tuple[str | None, bool]:
             value, _ = json_line(raw, number == 1)
             if (found := kind(value)) is not None:
                 return found, True
-    return None, complete >= DETECT_LINES or len(head) == DETECT_BYTES
+    return None, complete >= DETECT_LINES or len(head) == logfiles.MAX_LINE_BYTES + DETECT_BYTES
 
 
 def detect_stream(stream: IO[bytes]) -> str | None:
