@@ -431,6 +431,13 @@ def test_an_unreachable_server_is_a_store_error() -> None:
         client.read_block("ann")
 
 
+@pytest.mark.parametrize("url", ["http://[::1", "ftp://x", "127.0.0.1:8000", "http://"])
+def test_a_server_url_that_is_none_is_refused_with_a_clear_error(url: str) -> None:
+    for client in (MemoroClient, AsyncMemoroClient):
+        with pytest.raises(InvalidInput, match="not a server URL"):
+            client(url)
+
+
 class BadGateway(BaseHTTPRequestHandler):
     """A proxy in front of a memoro that is down."""
 

@@ -534,3 +534,15 @@ def test_the_session_logs_in_the_docs_import_and_are_followed_as_written(
     ]
     again = run(tmp_path / "home", "import", str(tmp_path / "logs"), "-u", "alice")
     assert again.stdout.startswith("Imported 0 new turns from 2 conversations (3 already there).")
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "ftp://x"])
+def test_watch_into_a_server_url_that_is_none_is_a_clear_error(tmp_path: Path, url: str) -> None:
+    result = CliRunner().invoke(
+        cli,
+        ["watch", "--once", "--server", url, "--token", "x", "-u", "ann", str(tmp_path)],
+        env={"MEMORO_HOME": str(tmp_path / "home")},
+    )
+    assert result.exit_code != 0
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert f"not a server URL: {url!r}" in result.output

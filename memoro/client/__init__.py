@@ -23,7 +23,17 @@ from typing import Any, cast
 
 import httpx
 
-from memoro.client._calls import Bound, Call, Calls, T, Token, fail, request, unreachable
+from memoro.client._calls import (
+    Bound,
+    Call,
+    Calls,
+    T,
+    Token,
+    fail,
+    request,
+    server_url,
+    unreachable,
+)
 from memoro.models import (
     SEARCH_DEFAULT,
     AuditEntry,
@@ -57,7 +67,9 @@ class MemoroClient:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self._calls = Calls(token, user_claim)
-        self._http = httpx.Client(base_url=base_url, timeout=timeout, transport=transport)
+        self._http = httpx.Client(
+            base_url=server_url(base_url), timeout=timeout, transport=transport
+        )
 
     def _send(self, call: Call[T]) -> T:
         sent = request(self._calls, call)
@@ -237,7 +249,9 @@ class AsyncMemoroClient:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._calls = Calls(token, user_claim)
-        self._http = httpx.AsyncClient(base_url=base_url, timeout=timeout, transport=transport)
+        self._http = httpx.AsyncClient(
+            base_url=server_url(base_url), timeout=timeout, transport=transport
+        )
 
     async def _send(self, call: Call[T]) -> T:
         sent = request(self._calls, call)

@@ -478,6 +478,21 @@ def _proposal(user_id: str, data: dict[str, Any]) -> Proposal:
     )
 
 
+def server_url(base_url: str) -> httpx.URL:
+    """A memoro server's base URL, checked: http or https, with a host;
+    anything else is refused with a clear error before a request is made."""
+    try:
+        url = httpx.URL(base_url)
+    except (httpx.InvalidURL, TypeError) as exc:
+        raise InvalidInput(f"not a server URL: {base_url!r} ({exc})") from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise InvalidInput(
+            f"not a server URL: {base_url!r} (give http:// or https:// and a host,"
+            " e.g. http://127.0.0.1:8000)"
+        )
+    return url
+
+
 def unreachable(base_url: httpx.URL, exc: Exception) -> StoreError:
     return StoreError(f"the memoro server at {base_url} could not be reached ({exc})")
 
