@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from memoro.cli import cli
-from memoro.imports import logfiles
+from memoro.imports import logfiles, sessions
 from memoro.imports.follow import Follower
 from memoro.imports.logfiles import Skim
 from memoro.imports.model import ImportedConversation, Tally
@@ -97,7 +97,7 @@ def test_a_line_too_long_loses_only_what_is_on_it(
         (found,) = follow(memoro, "ann", follower)
     assert stored(memoro, "ann") == expected
     assert found.tally.problems == [
-        f"s.jsonl:{7 if where == 'prompt' else 10}: a line over 65,536 bytes, passed over"
+        f"s.jsonl:{7 if where == 'prompt' else 10}: a line longer than 65,536 bytes, passed over"
     ]
     home = tmp_path / "home"
     result = CliRunner().invoke(
@@ -107,7 +107,7 @@ def test_a_line_too_long_loses_only_what_is_on_it(
     assert stored_in(home) == expected
     assert "rewound or edited away" not in result.stdout
     assert "replies to no prompt" not in result.stdout
-    assert "a line over 65,536 bytes, passed over" in result.stdout
+    assert "a line longer than 65,536 bytes, passed over" in result.stdout
     if where == "prompt":
         assert "replies to a prompt on a line too long to read" in result.stdout
 
@@ -127,7 +127,7 @@ def test_a_log_whose_first_line_is_too_long_is_still_read(
     with Follower([logs], tmp_path / "state") as follower:
         (found,) = follow(memoro, "ann", follower)
     assert stored(memoro, "ann") == [("Second", "Two.")]
-    assert found.tally.problems == ["s.jsonl:1: a line over 65,536 bytes, passed over"]
+    assert found.tally.problems == ["s.jsonl:1: a line longer than 65,536 bytes, passed over"]
     for n, target in enumerate([logs / "s.jsonl", logs]):
         home = tmp_path / f"home{n}"
         result = CliRunner().invoke(
@@ -135,8 +135,72 @@ def test_a_log_whose_first_line_is_too_long_is_still_read(
         )
         assert result.exit_code == 0, result.output
         assert "Imported 1 new turn" in result.stdout
-        assert "s.jsonl:1: a line over 65,536 bytes, passed over" in result.stdout
+        assert "s.jsonl:1: a line longer than 65,536 bytes, passed over" in result.stdout
         assert stored_in(home) == [("Second", "Two.")]
+
+
+def junk_first(path: Path) -> None:
+    """A first line too long to read that names no host, then a turn."""
+    path.write_bytes(b'{"junk": "' + BIG.encode() + b'"}\n')
+    session = ClaudeCodeSession(path)
+    session.write(session.turn("Second", ["Two."]))
+    os.utime(path, (OLD, OLD))
+
+
+def test_a_first_line_too_long_that_tells_nothing_is_passed_over_for_the_next(
+    memoro: Memoro, tmp_path: Path, small_cap: None
+) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    junk_first(logs / "s.jsonl")
+    with Follower([logs], tmp_path / "state") as follower:
+        (found,) = follow(memoro, "ann", follower)
+    assert stored(memoro, "ann") == [("Second", "Two.")]
+    assert found.tally.problems == ["s.jsonl:1: a line longer than 65,536 bytes, passed over"]
+    home = tmp_path / "home"
+    result = CliRunner().invoke(
+        cli, ["import", str(logs / "s.jsonl"), "-u", "ann"], env={"MEMORO_HOME": str(home)}
+    )
+    assert result.exit_code == 0, result.output
+    assert stored_in(home) == [("Second", "Two.")]
+
+
+def test_a_first_line_too_long_to_look_past_is_said(
+    memoro: Memoro, tmp_path: Path, small_cap: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Telling a host reads a bounded head: a first line longer than that,
+    which names no host, makes the file no log — and that is said, once."""
+    monkeypatch.setattr(sessions, "DETECT_BYTES", 4096)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    junk_first(logs / "s.jsonl")
+    why = (
+        "its first line is longer than 65,536 bytes and tells no host,"
+        " nor do the lines read after it"
+    )
+    with Follower([logs], tmp_path / "state") as follower:
+        (found,) = follow(memoro, "ann", follower)
+        assert found.refused == f"{why}: not read"
+        assert follow(memoro, "ann", follower) == []  # said once
+    home = tmp_path / "home"
+    one = CliRunner().invoke(
+        cli, ["import", str(logs / "s.jsonl"), "-u", "ann"], env={"MEMORO_HOME": str(home)}
+    )
+    assert one.exit_code == 1
+    assert one.exception is None or isinstance(one.exception, SystemExit)
+    assert f"cannot tell which export s.jsonl is: {why}; pass the format" in one.output
+    folder = CliRunner().invoke(
+        cli, ["import", str(logs), "-u", "ann"], env={"MEMORO_HOME": str(home)}
+    )
+    assert f"{logs / 's.jsonl'}: {why}: not read" in folder.output
+    forced = CliRunner().invoke(
+        cli,
+        ["import", str(logs / "s.jsonl"), "-u", "ann", "--format", "claude-code"],
+        env={"MEMORO_HOME": str(home)},
+    )
+    assert forced.exit_code == 0, forced.output
+    assert "s.jsonl:1: a line longer than 65,536 bytes, passed over" in forced.output
+    assert stored_in(home) == [("Second", "Two.")]
 
 
 def test_a_stop_while_a_line_is_passed_over_is_heeded_and_the_next_look_goes_on(

@@ -20,7 +20,7 @@ from memoro.errors import InvalidInput
 from memoro.imports import FORMATS, SESSION_LOGS
 from memoro.imports.logfiles import open_log, scan
 from memoro.imports.model import ImportReport, Tally
-from memoro.imports.sessions import detect_stream
+from memoro.imports.sessions import sniff
 from memoro.service import Memoro
 
 
@@ -117,8 +117,10 @@ def _import_folder(memoro: Memoro, user: str, folder: Path, fmt: str, quiet: boo
     try:
         with Progress(size_mb, "Reading", "MB", quiet=quiet) as bar:
             for path in files:
-                found = _log_format(path)
-                if found is None or fmt not in ("auto", found):
+                found, untold = _log_format(path)
+                if untold is not None:
+                    tally.fail(str(path), f"{untold}: not read")
+                elif found is None or fmt not in ("auto", found):
                     tally.skipped[
                         f"files that are no {fmt if fmt != 'auto' else 'session'} log"
                     ] += 1
@@ -142,12 +144,14 @@ def _import_folder(memoro: Memoro, user: str, folder: Path, fmt: str, quiet: boo
     return ImportReport(", ".join(formats), tally)
 
 
-def _log_format(path: Path) -> str | None:
+def _log_format(path: Path) -> tuple[str | None, str | None]:
+    """The log's host, and why it has none when that is worth saying."""
     try:
         with open_log(path) as file:
-            return detect_stream(file)
+            sniffed = sniff(file)
     except OSError:
-        return None
+        return None, None
+    return sniffed.host, sniffed.untold()
 
 
 def _size(path: Path) -> int:

@@ -139,13 +139,22 @@ def detect(source: Source) -> str:
             if any(key in _TELLING for key in keys):
                 break
     elif first == b"{":
-        if (log := sessions.detect(source, member)) is not None:
-            return log
+        sniffed = sessions.detect(source, member)
+        if sniffed.host is not None:
+            return sniffed.host
         line = _first_line(source, member)
         if line is not None:
             keys = list(line)
         else:
-            keys, tag = _top_keys(source, member)
+            try:
+                keys, tag = _top_keys(source, member)
+            except InvalidInput:
+                if (why := sniffed.untold()) is None:
+                    raise
+                raise InvalidInput(
+                    f"cannot tell which export {member} is: {why}; pass the format"
+                    f" ({', '.join(f for f in FORMATS if f != 'auto')})"
+                ) from None
             if tag == memoro_format.FORMAT:
                 return "memoro"
     for key in keys:

@@ -243,10 +243,13 @@ class Follower:
         if followed is None:
             followed = Followed(key, stat.st_dev, stat.st_ino)
             self.followed[key] = followed
+        untold = None
         if followed.format is None:
-            followed.format = _detect(found, stat.st_mtime, now)
+            followed.format, untold = _detect(found, stat.st_mtime, now)
         if not followed.format:
             followed.size, followed.modified = stat.st_size, stat.st_mtime_ns
+            if untold:  # said once, when it is found to be no log
+                return Imported(found.path, "", [], Tally(), refused=f"{untold}: not read")
             return None
         try:
             return self._read(found, followed, stat, now, note, store, stop)
@@ -379,17 +382,19 @@ def _head(found: Found, size: int) -> str:
         return ""
 
 
-def _detect(found: Found, modified: float, now: float) -> str | None:
+def _detect(found: Found, modified: float, now: float) -> tuple[str | None, str | None]:
     """The log's format; "" when it is no session log; None when too little
-    of it is written yet to tell."""
+    of it is written yet to tell. And why it is none, when worth saying."""
     try:
         with open_log(found.real) as file:
-            host, sure = sniff(file)
+            sniffed = sniff(file)
     except OSError:
-        return None
-    if host is not None:
-        return host
-    return "" if sure or now - modified >= SETTLE_SECONDS else None
+        return None, None
+    if sniffed.host is not None:
+        return sniffed.host, None
+    if sniffed.sure or now - modified >= SETTLE_SECONDS:
+        return "", sniffed.untold()
+    return None, None
 
 
 def _due(log: SessionLog, modified: float) -> float | None:

@@ -27,14 +27,15 @@ SKIP_BYTES = 2**20
 _LOG = re.compile(r"\.jsonl$")
 
 
+def limit_words() -> str:
+    """``MAX_LINE_BYTES`` in words."""
+    limit = MAX_LINE_BYTES
+    return f"{limit // 2**20} MiB" if limit >= 2**20 and not limit % 2**20 else f"{limit:,} bytes"
+
+
 def too_long() -> str:
     """What a line passed over is, in words."""
-    limit = MAX_LINE_BYTES
-    return (
-        f"a line longer than {limit // 2**20} MiB"
-        if limit >= 2**20
-        else f"a line over {limit:,} bytes"
-    )
+    return f"a line longer than {limit_words()}"
 
 
 SHORT_CHARS = 200

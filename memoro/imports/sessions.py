@@ -24,7 +24,7 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import IO, Any, ClassVar
+from typing import IO, Any, ClassVar, NamedTuple
 
 from memoro.imports import logfiles
 from memoro.imports.logfiles import Overlong, Skim, read_lines
@@ -433,19 +433,38 @@ def kind(value: object) -> str | None:
     return None
 
 
-def sniff(stream: IO[bytes]) -> tuple[str | None, bool]:
-    """Which host wrote the log ``stream`` starts, and whether enough of it
-    was read to tell (a host, or none: its first lines, or what was read,
-    say no host's). At most ``MAX_LINE_BYTES`` and ``DETECT_BYTES`` are
-    read; a line too long to read tells its host by its top level."""
+class Sniffed(NamedTuple):
+    host: str | None
+    sure: bool
+    """Enough was read to tell (a host, or none: its first lines, or what
+    was read, say no host's)."""
+    long_start: bool = False
+    """Its first line is too long to read, and tells no host."""
+
+    def untold(self) -> str | None:
+        """Why it is no session log, when that is worth saying."""
+        if self.host is None and self.long_start:
+            return (
+                f"its first line is longer than {logfiles.limit_words()} and tells no host,"
+                " nor do the lines read after it"
+            )
+        return None
+
+
+def sniff(stream: IO[bytes]) -> Sniffed:
+    """Which host wrote the log ``stream`` starts. At most
+    ``MAX_LINE_BYTES`` and ``DETECT_BYTES`` are read; a line too long to
+    read tells its host by its top level, else the lines after it may."""
     head = stream.read(logfiles.MAX_LINE_BYTES + DETECT_BYTES)
     complete = 0
+    long_start = False
     for number, raw in enumerate(read_lines(io.BytesIO(head)), 1):
         if number > DETECT_LINES:
             break
         if isinstance(raw, Overlong):
             if (found := kind(raw.skim.fields)) is not None:
-                return found, True
+                return Sniffed(found, True)
+            long_start = long_start or number == 1
             complete += raw.ended
             continue
         if not raw.endswith(b"\n"):
@@ -454,15 +473,16 @@ def sniff(stream: IO[bytes]) -> tuple[str | None, bool]:
         if raw.strip():
             value, _ = json_line(raw, number == 1)
             if (found := kind(value)) is not None:
-                return found, True
-    return None, complete >= DETECT_LINES or len(head) == logfiles.MAX_LINE_BYTES + DETECT_BYTES
+                return Sniffed(found, True)
+    whole = len(head) == logfiles.MAX_LINE_BYTES + DETECT_BYTES
+    return Sniffed(None, complete >= DETECT_LINES or whole, long_start)
 
 
 def detect_stream(stream: IO[bytes]) -> str | None:
     """Which host wrote the log ``stream`` starts (``sniff``)."""
-    return sniff(stream)[0]
+    return sniff(stream).host
 
 
-def detect(source: Source, member: str) -> str | None:
+def detect(source: Source, member: str) -> Sniffed:
     with source.stream(member) as stream:
-        return detect_stream(stream)
+        return sniff(stream)
