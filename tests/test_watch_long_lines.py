@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from memoro.cli import cli
 from memoro.imports import logfiles, sessions
 from memoro.imports.follow import Follower
-from memoro.imports.logfiles import Skim
+from memoro.imports.logfiles import STEPS, Skim
 from memoro.imports.model import ImportedConversation, Tally
 from memoro.service import Memoro
 from tests.session_logs import ClaudeCodeSession
@@ -65,6 +65,16 @@ def test_a_skim_reads_the_top_level_of_a_line_in_pieces_of_any_size() -> None:
             "list": [],
         }
         assert {"tool_use_id", "content", "uuid"} <= skim.keys
+
+
+def test_a_skim_gives_up_on_a_line_of_tiny_tokens() -> None:
+    """Each mark costs a step: past ``STEPS`` of them the line is only read
+    past (a line of millions of them would take minutes of CPU)."""
+    skim = Skim()
+    skim.feed(b'{"type":"user",' + b'"a":1,' * STEPS)
+    skim.feed(b'"uuid":"late"}')
+    assert skim.steps == STEPS
+    assert skim.fields["type"] == "user" and "uuid" not in skim.fields
 
 
 def three_turns(path: Path, where: str) -> list[tuple[str, str]]:

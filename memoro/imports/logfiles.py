@@ -43,7 +43,12 @@ SHORT_CHARS = 200
 (an id, a type); a longer one is noted as there, its value not kept."""
 _FIELDS = 64
 _KEYS = 256
-_IN_STRING = re.compile(rb'["\\]')
+_BODY = re.compile(rb'[^"\\]*+(?:\\.[^"\\]*+)*+', re.S)
+"""A string's bytes up to its closing quote, escapes and all (in one step)."""
+STEPS = 200_000
+"""Marks (brackets, quotes, colons) read of one line before its skim gives
+up (under half a second): a line of millions of tiny tokens costs no more;
+a real one has its ids well before that."""
 _TOP = re.compile(rb'[\[\]{}",:]')
 _DEEP = re.compile(rb'[\[\]{}":]')
 
@@ -72,6 +77,7 @@ class Skim:
         self.literal = bytearray(state.get("literal", "").encode("latin-1"))
         self.fields: dict[str, Any] = dict(state.get("fields", {}))
         self.keys: set[str] = set(state.get("keys", []))
+        self.steps: int = state.get("steps", 0)
 
     def state(self) -> dict[str, Any]:
         return {
@@ -85,28 +91,31 @@ class Skim:
             "literal": self.literal.decode("latin-1"),
             "fields": self.fields,
             "keys": sorted(self.keys),
+            "steps": self.steps,
         }
 
     def feed(self, piece: bytes) -> None:
         """Read on through ``piece``; only quotes, brackets, colons (and
         commas at the top) cost a step, so a long string or a run of junk
-        goes by at the speed of a search."""
+        goes by at the speed of a search, and after ``STEPS`` of them the
+        rest of the line is not looked at."""
         at, end = 0, len(piece)
-        while at < end:
+        while at < end and self.steps < STEPS:
+            self.steps += 1
             if self.quoted:
                 if self.escape:
                     self.escape, self.text, at = False, None, at + 1
                     continue
-                found = _IN_STRING.search(piece, at)
-                stop = found.start() if found else end
+                body = _BODY.match(piece, at)  # it matches, if only nothing
+                stop = body.end() if body else at
                 if self.text is not None:
                     self.text += piece[at : min(stop, at + SHORT_CHARS + 1)]
-                    if len(self.text) > SHORT_CHARS:
-                        self.text = None
-                if found is None:
+                    if len(self.text) > SHORT_CHARS or 0x5C in self.text:
+                        self.text = None  # kept only short and plain (an id, a type)
+                if stop == end:
                     return
                 at = stop + 1
-                if piece[stop] == 0x5C:  # a backslash: the next byte is escaped
+                if piece[stop] == 0x5C:  # a backslash ending the piece: the next byte is escaped
                     self.escape = True
                 else:
                     self.quoted = False
