@@ -29,6 +29,7 @@ from click.testing import CliRunner, Result
 
 from memoro.auth import Signer
 from memoro.cli import cli
+from memoro.cli.watch import describe
 from memoro.client import MemoroClient
 from memoro.errors import ConfigError
 from memoro.imports.follow import Follower, Imported
@@ -546,3 +547,10 @@ def test_watch_into_a_server_url_that_is_none_is_a_clear_error(tmp_path: Path, u
     assert result.exit_code != 0
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert f"not a server URL: {url!r}" in result.output
+
+
+def test_a_conversation_stored_over_two_batches_is_named_once() -> None:
+    tally = Tally(imported=2)
+    halves = [ImportedConversation("claude-code:s", "Why is CI red?", []) for _ in range(2)]
+    line = describe(Imported(Path("s.jsonl"), "claude-code", halves, tally))
+    assert line is not None and line.endswith("s.jsonl: 2 new turns in “Why is CI red?”")

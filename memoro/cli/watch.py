@@ -339,7 +339,8 @@ def describe(found: Imported, note: str = "") -> str | None:
     t = found.tally
     if not (t.imported or t.failed or found.note):
         return None
-    titles = [c.title for c in found.conversations if c.title]
+    # a conversation stored over several batches is named once
+    titles = list(dict.fromkeys(c.title for c in found.conversations if c.title))
     words = f"{_now()}  {found.format}  {found.path}: {plural(t.imported, 'new turn')}"
     if titles:
         words += " in " + ", ".join(f"“{title}”" for title in titles[:3])
