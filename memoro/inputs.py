@@ -19,6 +19,10 @@ The service applies it; the HTTP schema states it (``ID_PATTERN``,
   (``2025-01-31``: its first moment, UTC); ``after`` is inclusive, ``before``
   exclusive (a window whose ``after`` is not earlier than its ``before``
   holds nothing).
+- **Numbers** (how many to list, a job's number) are whole numbers in a
+  stated range, refused outside it: a listing (the audit log, conversations,
+  the job queue) gives at most ``LIST_MAX`` entries at a time, and a job's
+  number is one a database can hold (``ROW_ID_MAX``).
 """
 
 from __future__ import annotations
@@ -32,6 +36,10 @@ from typing import Any
 from memoro.errors import InvalidInput
 
 ID_MAX = 255
+LIST_MAX = 1000
+"""The most entries one listing gives at a time."""
+ROW_ID_MAX = 2**63 - 1
+"""The largest number a row (a job) can have on every backend."""
 
 # C0 controls except tab, LF and CR; DEL and the C1 controls; lone surrogates
 _UNWANTED = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
@@ -102,6 +110,19 @@ def check_id(value: object, what: str, error: type[InvalidInput] = InvalidInput)
     if value in (".", ".."):
         raise error(f"a {what} id cannot be '.' or '..'")
     return value
+
+
+def whole(value: object, name: str, least: int, most: int) -> int:
+    """Return ``value`` if it is a whole number from ``least`` to ``most``,
+    else raise InvalidInput saying so (``name`` says what it is)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
+        raise InvalidInput(f"{name} must be a whole number from {least} to {most}")
+    return value
+
+
+def list_limit(value: object) -> int:
+    """How many entries a listing gives: 1 to ``LIST_MAX``."""
+    return whole(value, "limit", 1, LIST_MAX)
 
 
 def turn_time(value: object) -> datetime | None:

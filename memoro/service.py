@@ -278,10 +278,9 @@ class Memoro(Transfers, Reviews):
         return DeleteResult(deleted=True, removed_count=removed)
 
     def audit(self, user_id: str, *, limit: int = 100) -> list[AuditEntry]:
-        """The user's audit log, newest first."""
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise InvalidInput("limit must be a whole number of at least 1")
-        return self.store.list_audit(check_user(user_id), limit=limit)
+        """The user's audit log, newest first: at most ``limit`` entries
+        (1 to 1000)."""
+        return self.store.list_audit(check_user(user_id), limit=inputs.list_limit(limit))
 
     # -- the prompt (P) ----------------------------------------------------
 
@@ -366,10 +365,7 @@ class Memoro(Transfers, Reviews):
         if len(query) > MAX_QUERY_CHARS:
             raise InvalidInput(f"a query is at most {MAX_QUERY_CHARS:,} characters")
         query = inputs.clean_text(query)
-        if isinstance(limit, bool) or not isinstance(limit, int):
-            raise InvalidInput("limit must be a whole number")
-        if not 1 <= limit <= MAX_SEARCH_LIMIT:
-            raise InvalidInput(f"limit must be between 1 and {MAX_SEARCH_LIMIT}")
+        inputs.whole(limit, "limit", 1, MAX_SEARCH_LIMIT)
         try:
             mode = Mode(mode)
         except ValueError:
@@ -396,7 +392,7 @@ class Memoro(Transfers, Reviews):
         before: datetime | date | str | None = None,
     ) -> list[Conversation]:
         """The user's conversations, latest first (deleted ones are gone):
-        ``limit`` of them (all by default) after skipping ``offset``; with
+        ``limit`` of them (1 to 1000; all by default) after skipping ``offset``; with
         ``before`` (a datetime, a date or an ISO 8601 string; a date is its
         first moment in UTC), as they stood then — only conversations with a
         turn before it, counted and dated by those turns."""
@@ -412,10 +408,8 @@ class Memoro(Transfers, Reviews):
     ) -> tuple[list[Conversation], int]:
         """``list_conversations``, and how many conversations there are in all."""
         user_id = check_user(user_id)
-        if limit is not None and (
-            isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
-        ):
-            raise InvalidInput("limit must be a whole number of at least 1")
+        if limit is not None:
+            inputs.list_limit(limit)
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidInput("offset must be a whole number of at least 0")
         _, until = inputs.search_bounds(None, before)
@@ -431,8 +425,7 @@ class Memoro(Transfers, Reviews):
     ) -> list[Conversation]:
         """``list_conversations`` for the model's tool: the latest ``limit``
         (at most RECENT_MAX), as they stood ``before`` when given."""
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= RECENT_MAX:
-            raise InvalidInput(f"limit must be a whole number from 1 to {RECENT_MAX}")
+        inputs.whole(limit, "limit", 1, RECENT_MAX)
         return self.list_conversations(user_id, limit=limit, before=before)
 
     def conversation_turns(self, user_id: str, conversation_id: str) -> list[Turn]:
@@ -456,8 +449,9 @@ class Memoro(Transfers, Reviews):
         return self.store.queue_stats()
 
     def jobs(self, status: JobStatus | None = None, *, limit: int = 100) -> list[Job]:
-        """Background jobs across users, oldest first (an operator's view)."""
-        return self.store.list_jobs(status, limit=limit)
+        """Background jobs across users, oldest first (an operator's view):
+        at most ``limit`` (1 to 1000)."""
+        return self.store.list_jobs(status, limit=inputs.list_limit(limit))
 
     def job_counts(self) -> dict[JobStatus, int]:
         """How many jobs are pending, running and failed."""
@@ -465,7 +459,7 @@ class Memoro(Transfers, Reviews):
 
     def retry_job(self, job_id: int) -> bool:
         """Queue a failed job again; False when there is no such failed job."""
-        return self.store.retry_job(job_id)
+        return self.store.retry_job(inputs.whole(job_id, "a job number", 1, inputs.ROW_ID_MAX))
 
     def index_pending(self, progress: Callable[[int], None] | None = None) -> int:
         """Run due background jobs of every user in this thread until none

@@ -396,13 +396,26 @@ class Settings:
             from memoro.store.postgres import PostgresStore
 
             return PostgresStore(self.database_url, cache_mb=self.cache_mb)
-        from memoro.private import secure
+        from memoro.private import create_file, make_folder, secure
         from memoro.store.sqlite import SqliteStore
 
         db = self.database_path
         files = [db, *(db.with_name(db.name + end) for end in ("-wal", "-shm"))]
-        secure(self.home, files, ours=HOME_NAMES.__contains__)
-        return SqliteStore(db, cache_mb=self.cache_mb)
+        if self.home.exists() and not self.home.is_dir():
+            raise ConfigError(
+                f"MEMORO_HOME must be a folder memoro can write to; {self.home} is not a folder"
+            )
+        try:
+            make_folder(self.home)
+            create_file(db)  # first: a folder that cannot hold it is said before its mode
+            secure(self.home, files, ours=HOME_NAMES.__contains__)
+            return SqliteStore(db, cache_mb=self.cache_mb)
+        except OSError as exc:  # a folder that cannot hold files, as /proc/1
+            where = exc.filename or self.home
+            raise ConfigError(
+                f"MEMORO_HOME must be a folder memoro can write to; {self.home} is not one"
+                f" ({exc.strerror or exc}: {where})"
+            ) from None
 
     def migrate(self) -> bool:
         """Create or upgrade memoro's tables in the PostgreSQL database these

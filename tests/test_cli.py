@@ -322,3 +322,19 @@ def test_an_unreachable_postgresql_is_one_clear_line_at_once(home: Path) -> None
         (line,) = result.stderr.splitlines()  # no pool warnings, no traceback
         assert line.startswith("Error: cannot ") and "PostgreSQL" in line, line
         assert "Connection refused" in line
+
+
+def test_a_home_that_cannot_be_a_folder_is_one_clear_line(tmp_path: Path) -> None:
+    """A file, a device, a path under a file or a folder no file can be
+    made in (/proc/1): refused before anything is opened, in one line."""
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not memoro's")
+    for home in (a_file, Path(os.devnull), a_file / "below", Path("/proc/1")):
+        for args in (("status",), ("memory", "show", "-u", "ann")):
+            result = run(home, *args)
+            assert result.exit_code == 1, (home, args, result.output)
+            (line,) = result.stderr.splitlines()  # no traceback, no log line about its mode
+            assert line.startswith(
+                f"Error: MEMORO_HOME must be a folder memoro can write to; {home} is not"
+            ), line
+    assert a_file.read_text() == "not memoro's"

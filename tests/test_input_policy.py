@@ -44,10 +44,15 @@ def served(history: Memoro) -> Iterator[httpx.Client]:
 
 def cli_turn(memoro: Memoro, *args: str, stdin: str | None = None) -> tuple[int, str]:
     """``memoro turn add`` on the same database as ``memoro``."""
+    return cli_run(memoro, "turn", "add", "-u", "ann", *args, stdin=stdin)
+
+
+def cli_run(memoro: Memoro, *args: str, stdin: str | None = None) -> tuple[int, str]:
+    """``memoro ARGS…`` on the same database as ``memoro``."""
     url = getattr(memoro.store, "url", None)
     where = {"MEMORO_DATABASE_URL": url} if url else {"MEMORO_HOME": str(memoro.settings.home)}
     env = {**where, "MEMORO_EMBEDDER": "keyword"}
-    result = CliRunner().invoke(cli, ["turn", "add", "-u", "ann", *args], input=stdin, env=env)
+    result = CliRunner().invoke(cli, list(args), input=stdin, env=env)
     return result.exit_code, result.output
 
 
@@ -196,6 +201,70 @@ def test_an_id_no_route_can_name_is_refused_with_one_message_everywhere(
             code, output = cli_turn(history, "-c", conversation, "-q", "q")
             assert code == 1 and expected in output
     assert history.list_conversations("ann") == []
+
+
+def test_how_many_a_listing_gives_is_one_rule_on_every_interface(
+    history: Memoro, served: httpx.Client
+) -> None:
+    """The audit log, the conversations and the job queue list 1 to 1,000
+    entries at a time: a number past that (even past what a database holds)
+    is refused with one message by the Python API, HTTP and the CLI."""
+    history.write_block("ann", "Name: Ann", writer="user")
+    history.record_turn("ann", "c", "q", "a")
+    for limit in (0, 1001, 10**20):
+        expected = _message(lambda: history.audit("ann", limit=limit))  # noqa: B023
+        assert expected == "limit must be a whole number from 1 to 1000"
+        assert _message(lambda: history.list_conversations("ann", limit=limit)) == expected  # noqa: B023
+        assert _message(lambda: history.jobs(limit=limit)) == expected  # noqa: B023
+        for path in ("/v1/memory/audit", "/v1/conversations"):
+            over_http = served.get(path, params={"limit": str(limit)})
+            assert over_http.status_code == 422, (path, over_http.text)
+            assert over_http.json()["error"] == {"code": "invalid_input", "message": expected}
+        for args in (
+            ("memory", "audit", "-u", "ann"),
+            ("conversations", "list", "-u", "ann"),
+            ("jobs",),
+        ):
+            code, output = cli_run(history, *args, "--limit", str(limit))
+            assert (code, output) == (1, f"Error: {expected}\n"), args
+    assert len(served.get("/v1/memory/audit", params={"limit": "1000"}).json()) == 1
+    assert cli_run(history, "memory", "audit", "-u", "ann", "--limit", "1000")[0] == 0
+    assert cli_run(history, "conversations", "list", "-u", "ann", "--limit", "1000")[0] == 0
+    assert cli_run(history, "jobs", "--limit", "1000")[0] == 0
+    for job in (0, 2**63, 10**20):
+        expected = _message(lambda: history.retry_job(job))  # noqa: B023
+        assert expected == "a job number must be a whole number from 1 to 9223372036854775807"
+        code, output = cli_run(history, "jobs", "retry", str(job))
+        assert (code, output) == (1, f"Error: {expected}\n")
+    most = 2**63 - 1
+    assert cli_run(history, "jobs", "retry", str(most)) == (1, f"Error: no failed job #{most}\n")
+
+
+def test_an_epoch_is_a_whole_number_in_a_body_and_digits_in_a_query(
+    history: Memoro, served: httpx.Client
+) -> None:
+    """As every whole number memoro reads: in a JSON body 7.0 is 7 (JSON
+    Schema's integer; JavaScript cannot tell them apart) and 7.5 is refused;
+    in a query string only digits are taken, never "7.0", " 7", "+7" or "7_0"."""
+    epoch = served.post("/v1/me/epoch").json()["epoch"]
+    turn = {"conversation": "c", "question": "q", "answer": "a"}
+    writes = [
+        ("PUT", "/v1/memory", {"block": "Name: Ann"}),
+        ("POST", "/v1/turns", turn),
+        ("POST", "/v1/tools/memory_write", {"arguments": {"block": "Name: Ann"}}),
+    ]
+    for method, path, body in writes:
+        refused = served.request(method, path, json={**body, "epoch": epoch + 0.5})
+        assert refused.status_code == 422, (path, refused.text)
+        taken = served.request(method, path, json={**body, "epoch": float(epoch)})
+        assert taken.status_code in (200, 201), (path, taken.text)
+    for written in (f"{epoch}.0", f" {epoch}", f"+{epoch}", f"{epoch}_0"):
+        refused = served.delete("/v1/memory", params={"epoch": written})
+        assert refused.status_code == 422, (written, refused.text)
+        assert refused.json()["error"]["code"] == "invalid_input"
+    assert history.read_block("ann") is not None  # none of them deleted it
+    assert served.delete("/v1/memory", params={"epoch": str(epoch)}).status_code == 200
+    assert history.read_block("ann") is None
 
 
 def test_the_policy_functions_are_pure_and_idempotent() -> None:

@@ -24,7 +24,7 @@ from memoro.cli._app import (
 from memoro.cli._progress import Progress, duration, plural
 from memoro.errors import InvalidInput
 from memoro.history.fusion import Mode
-from memoro.inputs import turn_time
+from memoro.inputs import LIST_MAX, turn_time
 from memoro.models import SEARCH_DEFAULT, JobStatus, SearchHits, utc_text
 from memoro.service import MAX_SEARCH_LIMIT, Memoro
 
@@ -227,7 +227,9 @@ def conversations() -> None:
 
 @conversations.command("list")
 @user_option
-@click.option("--limit", "-n", type=click.IntRange(1), help="List at most this many.")
+@click.option(
+    "--limit", "-n", type=int, help=f"List at most this many (1 to {LIST_MAX}; default all)."
+)
 @click.option(
     "--before",
     metavar="WHEN",
@@ -322,7 +324,11 @@ def worker(ctx: click.Context, once: bool, quiet: bool) -> None:
 @cli.group("jobs", invoke_without_command=True)
 @click.option("--failed", is_flag=True, help="Only jobs set aside after failing.")
 @click.option(
-    "--limit", default=100, show_default=True, type=click.IntRange(1), help="List at most N jobs."
+    "--limit",
+    default=100,
+    show_default=True,
+    type=int,
+    help=f"List at most N jobs (1 to {LIST_MAX}).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.pass_context
@@ -346,8 +352,8 @@ def jobs(ctx: click.Context, failed: bool, limit: int, as_json: bool) -> None:
     shown = counts[JobStatus.FAILED] if failed else sum(counts.values())
     if shown > len(listed):
         click.echo(
-            f"… and {shown - len(listed):,} more not listed (--limit N lists more; --json for"
-            " scripts)."
+            f"… and {shown - len(listed):,} more not listed (--limit N lists up to"
+            f" {LIST_MAX:,}; --json for scripts)."
         )
 
 

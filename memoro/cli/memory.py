@@ -20,6 +20,7 @@ from memoro.cli._app import (
     user_option,
 )
 from memoro.errors import BlockChanged
+from memoro.inputs import LIST_MAX
 from memoro.models import DeleteResult, Outcome, Writer, WriteResult, block_json, utc_text
 from memoro.words import plural
 
@@ -251,7 +252,13 @@ def memory_clear(ctx: click.Context, user: str, yes: bool) -> None:
 
 @memory.command("audit")
 @user_option
-@click.option("--limit", default=100, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--limit",
+    default=100,
+    show_default=True,
+    type=int,
+    help=f"List at most N entries (1 to {LIST_MAX}).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the entries as JSON.")
 @click.pass_context
 def memory_audit(ctx: click.Context, user: str, limit: int, as_json: bool) -> None:

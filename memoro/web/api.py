@@ -75,13 +75,18 @@ Digits = BeforeValidator(_digits)
 
 def _json_whole(value: object) -> object:
     """A whole number in a JSON body: a JSON integer (1.0 is one too, as
-    JSON Schema reads it), never true or "1", which pydantic would take."""
+    JSON Schema reads it, and JavaScript cannot tell them apart; 1.5 is
+    refused), never true or "1", which pydantic would take."""
     if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
         raise ValueError("must be a whole number")
     return value
 
 
 JsonWhole = BeforeValidator(_json_whole)
+
+
+LISTED = {"minimum": 1, "maximum": inputs.LIST_MAX}
+"""How many a listing gives, as a schema (the service refuses the rest)."""
 
 
 def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
@@ -411,7 +416,7 @@ def delete_memory(
     user: User,
     memoro: Service,
     if_match: IfMatch = None,
-    epoch: Annotated[int | None, Query(ge=0, le=2**53 - 1, description=WORK_EPOCH)] = None,
+    epoch: Annotated[int | None, Query(ge=0, le=2**53 - 1, description=WORK_EPOCH), Digits] = None,
 ) -> Any:
     deleted = memoro.delete_block(
         user, writer=Writer.USER, expected_etag=_etag(if_match), epoch=epoch
@@ -447,7 +452,9 @@ def my_epoch(user: User, memoro: Service) -> EpochOut:
 
 @router.get("/memory/audit", response_model=list[AuditOut], summary="Recent writes and deletes")
 def audit(
-    user: User, memoro: Service, limit: Annotated[int, Query(ge=1, le=1000), Digits] = 50
+    user: User,
+    memoro: Service,
+    limit: Annotated[int, Query(json_schema_extra=LISTED), Digits] = 50,
 ) -> Any:
     return [entry.to_json() for entry in memoro.audit(user, limit=limit)]
 
@@ -538,7 +545,9 @@ def list_conversations(
     memoro: Service,
     response: Response,
     limit: Annotated[
-        int | None, Query(ge=1, le=1000, description="How many (default all)."), Digits
+        int | None,
+        Query(description="How many (default all).", json_schema_extra=LISTED),
+        Digits,
     ] = None,
     offset: Annotated[int, Query(ge=0, description="How many to skip first."), Digits] = 0,
     before: Annotated[
