@@ -129,7 +129,8 @@ class Reviews:
         without a chat model, ReviewRunning while another review of the user
         runs, ModelTimeout past MEMORO_REVIEW_TIMEOUT and ModelError when the
         model fails or answers with nothing usable; the block is untouched
-        then."""
+        then. Erasing the user while it runs cancels it: UserErased is
+        raised and nothing of it is kept or returned."""
         user_id = check_user(user_id)
         if not isinstance(apply, bool):
             raise InvalidInput("apply must be true or false")
@@ -317,6 +318,7 @@ class Reviews:
                 settle_to=read.up_to_turn,
                 job=job,
                 worker=worker,
+                epoch=epoch,
             )
             metrics.observe_review("unchanged")
             return None
@@ -347,12 +349,18 @@ class Reviews:
                 proposal = replace(proposal, stale=True)
             else:
                 self.store.finish_review(
-                    user_id, holder, counted=state.new_turns, job=job, worker=worker
+                    user_id, holder, counted=state.new_turns, job=job, worker=worker, epoch=epoch
                 )
                 metrics.observe_review("applied")
                 return replace(proposal, applied=True)
         self.store.finish_review(
-            user_id, holder, counted=state.new_turns, proposal=proposal, job=job, worker=worker
+            user_id,
+            holder,
+            counted=state.new_turns,
+            proposal=proposal,
+            job=job,
+            worker=worker,
+            epoch=epoch,
         )
         metrics.observe_review("proposed")
         return proposal

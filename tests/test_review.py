@@ -26,6 +26,7 @@ from memoro.errors import (
     NoModel,
     NoProposal,
     ReviewRunning,
+    UserErased,
 )
 from memoro.models import Operation, Outcome, Writer, WriteSource
 from memoro.service import Memoro
@@ -581,16 +582,22 @@ def test_m12_two_workers_never_review_one_user_at_once(
     two.close()
 
 
-@pytest.mark.parametrize("apply", [False, True])
+@pytest.mark.parametrize("answer", ["propose", "apply", "no change"])
 def test_a1_a_review_under_way_when_its_user_is_erased_keeps_nothing(
-    memoro: Memoro, llm: ScriptedLLM, apply: bool
+    memoro: Memoro, llm: ScriptedLLM, answer: str
 ) -> None:
+    """The erase cancels the review as it cancels a chat turn: UserErased,
+    whatever the model answers, and no proposal (with the erased block in
+    it) returned or kept — even once the id was used again meanwhile."""
     _with_history(memoro)
     held = threading.Event()
-    llm.script(Step(tool_calls=[("memory_write", {"block": BETTER})], hold=held))
+    proposed = [("memory_write", {"block": BETTER})] if answer != "no change" else []
+    llm.script(Step(text="" if proposed else "NO CHANGE", tool_calls=proposed, hold=held))
     outcome: list[Any] = []
     under_way = threading.Thread(
-        target=lambda: outcome.append(_outcome(lambda: memoro.review("ann", apply=apply)))
+        target=lambda: outcome.append(
+            _outcome(lambda: memoro.review("ann", apply=answer == "apply"))
+        )
     )
     under_way.start()
     deadline = time.monotonic() + 60
@@ -598,12 +605,17 @@ def test_a1_a_review_under_way_when_its_user_is_erased_keeps_nothing(
         assert time.monotonic() < deadline
         time.sleep(0.01)
     memoro.delete_user("ann")
+    memoro.write_block("ann", "Preferred name: Ann", writer="user")  # the id, used again
     held.set()
     under_way.join()
-    assert memoro.read_block("ann") is None and memoro.audit("ann") == []
+    (erased,) = outcome
+    assert isinstance(erased, UserErased), erased
+    assert "ann was erased while this work ran" in str(erased)
+    stored = memoro.read_block("ann")
+    assert stored is not None and stored.text == "Preferred name: Ann"
+    assert len(memoro.audit("ann")) == 1
     assert memoro.proposal("ann") is None
     assert memoro.store.review_stats().proposals == 0
-    assert outcome and not getattr(outcome[0], "applied", False)
 
 
 def _outcome(run: Any) -> Any:

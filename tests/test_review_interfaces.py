@@ -209,6 +209,36 @@ def test_http_a_second_review_of_a_user_while_one_runs_is_409(
         first.join()
 
 
+@pytest.mark.parametrize("apply", [False, True])
+def test_http_a_review_whose_user_is_erased_meanwhile_is_409_user_erased(
+    server: str, service: Memoro, llm: ScriptedLLM, apply: bool
+) -> None:
+    """DELETE /v1/me while the review waits on the model: the review
+    answers 409 user_erased, never a proposal holding the erased block."""
+    _history(service)
+    held = threading.Event()
+    llm.script(Step(tool_calls=[("memory_write", {"block": BETTER})], hold=held))
+    answers: list[httpx.Response] = []
+    with client(server, "ann") as ann, client(server, "ann") as erasing:
+        review = threading.Thread(
+            target=lambda: answers.append(ann.post("/v1/memory/review", json={"apply": apply}))
+        )
+        review.start()
+        deadline = time.monotonic() + 10
+        while not llm.requests:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert erasing.delete("/v1/me").status_code == 200
+        held.set()
+        review.join()
+        (answer,) = answers
+        assert answer.status_code == 409, answer.text
+        assert answer.json()["error"]["code"] == "user_erased"
+        assert "small steps" not in answer.text and "project A" not in answer.text
+        assert erasing.get("/v1/memory/proposal").json() == {"proposal": None}
+        assert erasing.get("/v1/memory").json()["block"] == ""
+
+
 @pytest.mark.parametrize("kind", ["remote", "remote-async"])
 def test_the_remote_clients_have_the_same_names_and_answers(
     server: str, service: Memoro, llm: ScriptedLLM, kind: str

@@ -574,12 +574,15 @@ class ReviewStore(Protocol):
         settle_to: int | None = None,
         job: Job | None = None,
         worker: str = "",
+        epoch: int | None = None,
     ) -> bool:
         """A review that ``holder`` ran has ended: store ``proposal`` as the
         user's pending one, or (with ``settle_to``) drop the pending one and
         settle the turns up to it; take ``counted`` off the new turns, free
         the lease and finish ``job``, in one transaction. False when the
-        lease had been lost (nothing of the review is kept then)."""
+        lease had been lost (nothing of the review is kept then). With
+        ``epoch`` (taken when the review began), nothing is kept and
+        UserErased is raised when the user was erased since."""
         ...
 
     def fail_review(

@@ -141,9 +141,11 @@ class SqlReviews(SqlQueue):
         settle_to: int | None = None,
         job: Job | None = None,
         worker: str = "",
+        epoch: int | None = None,
     ) -> bool:
         dropped = False
         with self._write(user_id) as conn:
+            check_epoch(conn, user_id, epoch)
             held = conn.execute(
                 "UPDATE review_state SET reviewed_at = ?, failures = 0, retry_at = NULL,"
                 " running_by = NULL, running_until = NULL,"

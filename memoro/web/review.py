@@ -1,9 +1,10 @@
 """The HTTP API of memory review, for the authenticated user only: ask for
 a review, read the pending proposal, accept it (through the one save, with
 compare-before-save) or dismiss it. Thin routes over the service; errors in
-the one envelope (app.py): 404 no proposal to accept or dismiss, 409 a review already running,
-412 the block changed since the proposal, 501 no chat model, 502 the model
-failed or answered with nothing usable, 504 past the review's deadline."""
+the one envelope (app.py): 404 no proposal to accept or dismiss, 409 a
+review already running (or its user erased while it ran), 412 the block
+changed since the proposal, 501 no chat model, 502 the model failed or
+answered with nothing usable, 504 past the review's deadline."""
 
 from __future__ import annotations
 
