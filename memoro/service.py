@@ -490,14 +490,19 @@ class Memoro(Transfers, Reviews):
         progress: Callable[[int], None] | None = None,
         *,
         poll: float = 0.2,
+        epoch: int | None = None,
     ) -> int:
         """Work through one user's queued jobs in this thread — not other
         users' — until none is waiting or running; workers elsewhere may
         help. ``progress`` gets how many are left after each step. Returns
         how many of the user's jobs are set aside as failed. A local model
         that cannot be loaded (its weights not installed) fails no job: the
-        turns are indexed for keyword search (``model_problem`` says why)."""
+        turns are indexed for keyword search (``model_problem`` says why).
+        With ``epoch`` (``user_epoch``, taken when the work that stored the
+        turns began), UserErased is raised when the user was erased since:
+        the erase took the jobs, so none is left, and nothing was indexed."""
         user_id = check_user(user_id)
+        epoch = check_epoch(epoch)
         while True:
             self.worker.run_until_idle(
                 lambda _: progress(self.pending_jobs(user_id)) if progress else None,
@@ -507,6 +512,8 @@ class Memoro(Transfers, Reviews):
             if progress is not None:
                 progress(left)
             if not left:
+                if epoch is not None:
+                    self.store.check_epoch(user_id, epoch)
                 return self.store.count_jobs(user_id)[JobStatus.FAILED]
             # another worker holds the rest, or a retry is not due yet
             time.sleep(poll)

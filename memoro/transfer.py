@@ -84,7 +84,7 @@ class Transfers:
         user_id = check_user(user_id)
         epoch = self.store.user_epoch(user_id) if epoch is None else epoch
         recorded: list[RecordedTurn] = []
-        with _cancelled_by_erase(user_id, "import"):
+        with cancelled_by_erase(user_id, "import"):
             checked = [checked_turn(turn, turn.at, keyed=True) for turn in turns]
             for start in range(0, len(checked), IMPORT_BATCH):
                 part = checked[start : start + IMPORT_BATCH]
@@ -122,7 +122,7 @@ class Transfers:
             raise InvalidInput(f"format must be one of {', '.join(imports.FORMATS)}")
         epoch = self.store.user_epoch(user_id) if epoch is None else epoch
         source = Source.open(file) if isinstance(file, str | Path) else Source(file)
-        with source, _cancelled_by_erase(user_id, "import"):
+        with source, cancelled_by_erase(user_id, "import"):
             if format == "auto":
                 format = imports.detect(source)
             tally = Tally()
@@ -420,7 +420,7 @@ class Transfers:
 
 
 @contextmanager
-def _cancelled_by_erase(user_id: str, work: str) -> Iterator[None]:
+def cancelled_by_erase(user_id: str, work: str) -> Iterator[None]:
     """Say which work an erase of its user cancelled."""
     try:
         yield

@@ -304,6 +304,34 @@ def test_an_indexing_batch_that_ends_after_the_erase_stores_nothing(
     erasing.close()
 
 
+def test_indexing_the_turns_of_work_whose_user_is_erased_meanwhile_says_so(
+    backend: Backend,  # noqa: F811
+) -> None:
+    """Work that stored turns then indexes them itself (memoro import, memoro
+    turn add): an erase during the indexing ends it with UserErased, as one
+    during the storing does, rather than with a count of what is gone."""
+    erasing = backend.service()
+    indexing = Memoro(
+        backend.open(),
+        Settings(home=backend.tmp_path),
+        embedder=ErasingEmbedder(Eraser(erasing, "ann")),
+        worker=False,
+    )
+    epoch = indexing.user_epoch("ann")
+    turns = [NewTurn("c", f"WOMBAT heron {i}", "ok", None, f"k{i}") for i in range(3)]
+    indexing.import_turns("ann", turns, epoch=epoch)
+    with pytest.raises(UserErased, match="ann was erased while this work ran"):
+        indexing.index_user("ann", epoch=epoch)
+    assert nothing_of(backend, "ann") == {}
+    assert indexing.index_user("ann") == 0  # without an epoch: nothing left, nothing to say
+    again = indexing.user_epoch("ann")  # new work after the erase is indexed
+    indexing.import_turns("ann", turns, epoch=again)
+    assert indexing.index_user("ann", epoch=again) == 0
+    assert len(indexing.search("ann", "heron", mode="keyword", limit=10)) == 3
+    indexing.close()
+    erasing.close()
+
+
 def test_a_reindex_that_ends_after_the_erase_stores_nothing(
     backend: Backend,  # noqa: F811
 ) -> None:
@@ -387,6 +415,42 @@ def test_memoro_import_says_the_erase_cancelled_it(
         SqliteStore(home / "memoro.db"), Settings(home=home), embedder=None, worker=False
     ) as memoro:
         assert memoro.list_conversations("ann") == [] and memoro.read_block("ann") is None
+
+
+def test_memoro_import_erased_while_it_indexes_says_so_as_while_it_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The import has stored every turn and indexes them here when the erase
+    comes: the same line and exit code as an erase while storing, never
+    "Imported … Indexed …" for a user who is gone."""
+    path = tmp_path / "export.json"
+    path.write_bytes(export_of(tmp_path, 30))
+    home = tmp_path / "home"
+    env = {"MEMORO_HOME": str(home), "MEMORO_EMBEDDER": "keyword"}
+    other = Memoro(
+        SqliteStore(home / "memoro.db"), Settings(home=home), embedder=None, worker=False
+    )
+    erase = Eraser(other, "ann")
+    claim = SqliteStore.claim_jobs
+
+    def claimed(store: SqliteStore, *args: Any, **options: Any) -> Any:
+        jobs = claim(store, *args, **options)
+        if jobs:
+            erase()  # once the first jobs are taken, from another process's service
+        return jobs
+
+    monkeypatch.setattr(SqliteStore, "claim_jobs", claimed)
+    result = CliRunner().invoke(cli, ["import", str(path), "-u", "ann", "--quiet"], env=env)
+    monkeypatch.undo()
+    assert erase.deleted is not None and erase.deleted.turns == 30  # all stored first
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    assert result.stderr.strip() == (
+        "Error: ann was erased while this import ran, so it was cancelled: nothing it read"
+        " is kept (what it had stored went with the erase)"
+    )
+    assert other.list_conversations("ann") == [] and other.read_block("ann") is None
+    other.close()
 
 
 def test_memoro_import_of_a_folder_of_logs_stops_whole_at_an_erase(

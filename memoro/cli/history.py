@@ -47,16 +47,20 @@ no_index_option = click.option(
 )
 
 
-def index_own(memoro: Memoro, user: str, stored: int, quiet: bool) -> str:
+def index_own(memoro: Memoro, user: str, stored: int, quiet: bool, epoch: int | None = None) -> str:
     """Index the user's queued turns here (not other users'), with a
-    progress bar; how it went, for the summary line ("" if none waited)."""
+    progress bar; how it went, for the summary line ("" if none waited).
+    With ``epoch`` (of the work that stored them), UserErased once the user
+    was erased since, even when the erase left nothing to index."""
     total = memoro.pending_jobs(user)
     if not total:
+        if epoch is not None:
+            memoro.check_epoch(user, epoch)
         return ""
     problem = memoro.model_problem()  # said here, once, rather than logged by the model
     try:
         with Progress(total, "Indexing", "turn", quiet=quiet) as bar:
-            failed = memoro.index_user(user, lambda left: bar.update(total - left))
+            failed = memoro.index_user(user, lambda left: bar.update(total - left), epoch=epoch)
     except KeyboardInterrupt:
         left = memoro.pending_jobs(user)
         click.echo(
@@ -121,8 +125,11 @@ def turn_add(
             raise click.ClickException('give the time once: --at or "at" on stdin')
         at = stdin_at or at
     memoro = open_memoro(ctx)
-    recorded = memoro.record_turn(user, conversation, question or "", answer or "", at=at)
-    done = "" if no_index else index_own(memoro, user, 1, quiet)
+    epoch = memoro.user_epoch(user)  # an erase while it runs, indexing too, says so
+    recorded = memoro.record_turn(
+        user, conversation, question or "", answer or "", at=at, epoch=epoch
+    )
+    done = "" if no_index else index_own(memoro, user, 1, quiet, epoch)
     done = f"; {done}" if done else ""
     click.echo(f"Recorded turn {recorded.turn_id} in conversation {conversation!r}{done}.")
 

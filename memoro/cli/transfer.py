@@ -22,6 +22,7 @@ from memoro.imports.logfiles import open_log, scan
 from memoro.imports.model import ImportReport, Tally
 from memoro.imports.sessions import sniff
 from memoro.service import Memoro
+from memoro.transfer import cancelled_by_erase
 
 
 @cli.command("import")
@@ -63,9 +64,10 @@ def import_file(
     bar; Ctrl-C leaves the rest to a running worker or server.
     """
     memoro = open_memoro(ctx)
+    epoch = memoro.user_epoch(user)  # one import, stored and indexed: an erase stops it whole
     if file.is_dir():
-        report = _import_folder(memoro, user, file, fmt, quiet)
-        indexed = "" if no_index else index_own(memoro, user, report.tally.imported, quiet)
+        report = _import_folder(memoro, user, file, fmt, quiet, epoch)
+        indexed = "" if no_index else _index(memoro, user, report, quiet, epoch)
         click.echo(_summary(report) + (f" {indexed[0].upper()}{indexed[1:]}." if indexed else ""))
         for line in _details(report):
             click.echo(line)
@@ -81,7 +83,7 @@ def import_file(
         size = file.stat().st_size if isinstance(source, Path) else 0
         with Progress(size, "Reading", "byte", quiet=quiet or not size) as bar:
             report = memoro.import_file(
-                user, source, format=fmt, progress=lambda done, _: bar.update(done)
+                user, source, format=fmt, progress=lambda done, _: bar.update(done), epoch=epoch
             )
     except OSError as exc:
         raise click.ClickException(f"cannot read {file}: {exc.strerror or exc}") from None
@@ -92,13 +94,22 @@ def import_file(
             err=True,
         )
         sys.exit(130)
-    indexed = "" if no_index else index_own(memoro, user, report.tally.imported, quiet)
+    indexed = "" if no_index else _index(memoro, user, report, quiet, epoch)
     click.echo(_summary(report) + (f" {indexed[0].upper()}{indexed[1:]}." if indexed else ""))
     for line in _details(report):
         click.echo(line)
 
 
-def _import_folder(memoro: Memoro, user: str, folder: Path, fmt: str, quiet: bool) -> ImportReport:
+def _index(memoro: Memoro, user: str, report: ImportReport, quiet: bool, epoch: int) -> str:
+    """Index what the import stored; an erase meanwhile cancels the import
+    as one during its storing does."""
+    with cancelled_by_erase(user, "import"):
+        return index_own(memoro, user, report.tally.imported, quiet, epoch)
+
+
+def _import_folder(
+    memoro: Memoro, user: str, folder: Path, fmt: str, quiet: bool, epoch: int
+) -> ImportReport:
     """Every session log under ``folder``, oldest first, as one report;
     files that are no session log (of ``fmt``) are passed over and counted."""
     if fmt not in ("auto", *SESSION_LOGS):
@@ -113,7 +124,6 @@ def _import_folder(memoro: Memoro, user: str, folder: Path, fmt: str, quiet: boo
     formats: Counter[str] = Counter()
     size_mb = max(sum(_size(f) for f in files) // 2**20, 1)
     done = 0
-    epoch = memoro.user_epoch(user)  # one import: an erase of the user stops it whole
     try:
         with Progress(size_mb, "Reading", "MB", quiet=quiet) as bar:
             for path in files:
