@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from memoro.auth import Signer
 from memoro.cli import cli
+from memoro.client import MemoroClient
 from memoro.errors import InvalidInput
 from memoro.inputs import clean_json_message, clean_text, turn_time
 from memoro.service import Memoro
@@ -216,6 +217,9 @@ def test_how_many_a_listing_gives_is_one_rule_on_every_interface(
         assert expected == "limit must be a whole number from 1 to 1000"
         assert _message(lambda: history.list_conversations("ann", limit=limit)) == expected  # noqa: B023
         assert _message(lambda: history.jobs(limit=limit)) == expected  # noqa: B023
+        with MemoroClient(str(served.base_url), TOKEN) as remote:  # never cut to 1,000
+            assert _message(lambda: remote.audit("ann", limit=limit)) == expected  # noqa: B023
+            assert _message(lambda: remote.list_conversations("ann", limit=limit)) == expected  # noqa: B023
         for path in ("/v1/memory/audit", "/v1/conversations"):
             over_http = served.get(path, params={"limit": str(limit)})
             assert over_http.status_code == 422, (path, over_http.text)

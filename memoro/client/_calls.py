@@ -263,7 +263,7 @@ class Calls:
                 for e in _json(response)
             ]
 
-        return Call("GET", "/v1/memory/audit", user_id, read, params={"limit": min(limit, 1000)})
+        return Call("GET", "/v1/memory/audit", user_id, read, params={"limit": limit})
 
     def system_prompt(self, user_id: str, instructions: str) -> Call[SystemPrompt]:
         def read(response: httpx.Response) -> SystemPrompt:
