@@ -39,7 +39,7 @@ export declare class MemoroClient {
      * the user id can be used again at once.
      */
     deleteUser(userId: string): Promise<UserDeletion>;
-    /** The user's audit log, newest first (at most 1,000 entries). */
+    /** The user's audit log, newest first: at most `limit` entries (1 to 1,000; more is InvalidInput). */
     audit(userId: string, options?: {
         limit?: number;
     }): Promise<AuditEntry[]>;

@@ -131,9 +131,9 @@ export class MemoroClient {
     return read.userDeletion(data);
   }
 
-  /** The user's audit log, newest first (at most 1,000 entries). */
+  /** The user's audit log, newest first: at most `limit` entries (1 to 1,000; more is InvalidInput). */
   async audit(userId: string, options: { limit?: number } = {}): Promise<AuditEntry[]> {
-    const limit = Math.min(options.limit ?? 100, 1000);
+    const limit = options.limit ?? 100;
     const data = await this.#json<Json<"/v1/memory/audit", "get">>({
       method: "GET",
       path: "/v1/memory/audit",

@@ -152,6 +152,12 @@ test("the audit lists every write and delete, newest first", async () => {
   );
   assert.ok(audit.every((entry) => entry.userId === dave && entry.at instanceof Date));
   assert.deepEqual((await client.audit(dave, { limit: 1 })).length, 1);
+  assert.equal((await client.audit(dave, { limit: 1000 })).length, 3);
+  await assert.rejects(client.audit(dave, { limit: 1001 }), (error) => {
+    assert.ok(error instanceof InvalidInput); // as the server's own rule, never cut to 1,000
+    assert.equal(error.message, "limit must be a whole number from 1 to 1000");
+    return true;
+  });
 });
 
 test("the system prompt ends with the block, in text, OpenAI and Anthropic shapes", async () => {
