@@ -499,8 +499,8 @@ class Memoro(Transfers, Reviews):
         that cannot be loaded (its weights not installed) fails no job: the
         turns are indexed for keyword search (``model_problem`` says why).
         With ``epoch`` (``user_epoch``, taken when the work that stored the
-        turns began), UserErased is raised when the user was erased since:
-        the erase took the jobs, so none is left, and nothing was indexed."""
+        turns began), UserErased is raised when the user was erased since
+        (the erase took the jobs and what they had indexed)."""
         user_id = check_user(user_id)
         epoch = check_epoch(epoch)
         while True:
