@@ -205,7 +205,10 @@ def schemathesis_run(where: Place, examples: int, seed: int) -> Row:
         if response.status_code == 422 and case.path == "/v1/memory":
             assert response.json().get("outcome") in ("too_long", "empty"), response.text
             return None
-        if response.status_code == 409 and isinstance(case.body, dict) and "epoch" in case.body:
+        sent_epoch = (isinstance(case.body, dict) and "epoch" in case.body) or (
+            "epoch" in (case.query or {})
+        )
+        if response.status_code == 409 and sent_epoch:
             # an epoch the user does not have (was erased since, or never had)
             assert response.json()["error"]["code"] == "user_erased", response.text
             return None
