@@ -72,6 +72,24 @@ def test_a_text_gets_the_same_vector_whatever_it_is_embedded_with(local: LocalEm
         assert np.array_equal(local.embed_query(text), vectors[0])
 
 
+def test_a_query_runs_on_two_cores_where_there_are_two_with_the_same_vector(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A search's query is one short run a person waits for: it gets a
+    session of its own split over two cores (C4), whose vectors are the
+    indexing session's to the bit (the test above); one core, one session."""
+    from memoro.history import worker
+
+    for cores, own in ((2, True), (1, False)):
+        monkeypatch.setattr(worker, "usable_cores", lambda cores=cores: cores)
+        embedder = LocalEmbedder()
+        vector = embedder.embed_query("Which train did we take to Porto?")
+        model = embedder._encoder()
+        assert (model._for_queries() is not model.session) is own
+        (document,) = embedder.embed_documents(["Which train did we take to Porto?"])
+        assert np.array_equal(vector, document[0])
+
+
 def test_int8_and_fp32_vectors_have_their_own_model_ids(
     local: LocalEmbedder, fp32: LocalEmbedder
 ) -> None:

@@ -147,7 +147,7 @@ class LocalEmbedder:
 
     def embed_query(self, text: str) -> Floats:
         ids = self._windows(text)[0]
-        vector: Floats = self._encode([ids])[0]
+        vector: Floats = self._encoder().encode_query(ids)
         return vector
 
 
