@@ -395,6 +395,7 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
 
     local = LocalEmbedder()
+    local.prepare_queries()  # as memoro serve does at start
     local.embed_query("warm up")
     before = current_rss_mb()
     results = {}

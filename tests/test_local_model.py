@@ -75,19 +75,23 @@ def test_a_text_gets_the_same_vector_whatever_it_is_embedded_with(local: LocalEm
 def test_a_query_runs_on_two_cores_where_there_are_two_with_the_same_vector(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A search's query is one short run a person waits for: it gets a
-    session of its own split over two cores (C4), whose vectors are the
-    indexing session's to the bit (the test above); one core, one session."""
+    """A search's query is one short run a person waits for: a process
+    that searches again gets a session of its own split over two cores
+    (C4), whose vectors are the indexing session's to the bit; a one-off
+    search does not build it, and on one core there is one session."""
     from memoro.history import worker
 
+    text = "Which train did we take to Porto?"
     for cores, own in ((2, True), (1, False)):
         monkeypatch.setattr(worker, "usable_cores", lambda cores=cores: cores)
         embedder = LocalEmbedder()
-        vector = embedder.embed_query("Which train did we take to Porto?")
+        first = embedder.embed_query(text)
         model = embedder._encoder()
-        assert (model._for_queries() is not model.session) is own
-        (document,) = embedder.embed_documents(["Which train did we take to Porto?"])
-        assert np.array_equal(vector, document[0])
+        assert model._query_session is None  # a one-off search: one session
+        second = embedder.embed_query(text)
+        assert (model._query_session is not model.session) is own
+        (document,) = embedder.embed_documents([text])
+        assert np.array_equal(first, document[0]) and np.array_equal(second, document[0])
 
 
 def test_int8_and_fp32_vectors_have_their_own_model_ids(

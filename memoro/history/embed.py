@@ -77,6 +77,11 @@ class LocalEmbedder:
         first text."""
         self._encoder()
 
+    def prepare_queries(self) -> None:
+        """Load the model and make its queries' session now (a server, at
+        start), so no search waits for either."""
+        self._encoder().prepare_queries()
+
     @property
     def loaded(self) -> bool:
         """Whether the model is in memory (a search need not wait for it)."""

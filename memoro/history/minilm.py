@@ -74,6 +74,7 @@ class MiniLM:
         self.session = self._session(threads=1)
         self._query_session: Any = None
         self._query_lock = threading.Lock()
+        self._queries = 0
 
     def _session(self, threads: int) -> Any:
         import onnxruntime as ort
@@ -90,18 +91,27 @@ class MiniLM:
         )
 
     def _for_queries(self) -> Any:
-        """The session a search's query runs in: split over two cores where
-        there are two (a query is one short run a person waits for: 1.6 ->
-        1.0 ms for an 11-piece query on this machine), made with the first
-        query; the indexing session where there is one core."""
+        """The session a search's query runs in. A query is one short run a
+        person waits for, so a process that searches more than once (a
+        server, an app) gets a session of its own split over two cores
+        where there are two (1.6 -> 1.0 ms for an 11-piece query on this
+        machine), made with its second query or by ``prepare_queries``;
+        a one-off search (``memoro search``) does not pay to build it."""
         if self._query_session is None:
-            from memoro.history.worker import usable_cores
-
-            with self._query_lock:
-                if self._query_session is None:
-                    threads = min(QUERY_THREADS, usable_cores())
-                    self._query_session = self.session if threads < 2 else self._session(threads)
+            self._queries += 1
+            if self._queries < 2:
+                return self.session
+            self.prepare_queries()
         return self._query_session
+
+    def prepare_queries(self) -> None:
+        """Make the queries' session now (one core: the indexing one)."""
+        from memoro.history.worker import usable_cores
+
+        with self._query_lock:
+            if self._query_session is None:
+                threads = min(QUERY_THREADS, usable_cores())
+                self._query_session = self.session if threads < 2 else self._session(threads)
 
     def token_ids(self, text: str) -> list[int]:
         """Word-piece ids of ``text``, without special tokens."""

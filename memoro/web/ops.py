@@ -130,13 +130,14 @@ def warm_in_background(memoro: Memoro) -> None:
     """Load the local model on a thread of its own at start, so the first
     search does not wait for it and /healthz says when it is ready."""
     embedder = memoro.embedder
-    if isinstance(embedder, LocalEmbedder) and not embedder.loaded:
+    if isinstance(embedder, LocalEmbedder):
         threading.Thread(target=_warm, args=(embedder,), name="memoro-warm", daemon=True).start()
 
 
 def _warm(embedder: LocalEmbedder) -> None:
     try:
         embedder.warm()
+        embedder.prepare_queries()  # from a thread at the requests' priority
     except MemoroError:  # it said why, once; /healthz and search say keyword search only
         pass
     except Exception:  # a bug, not a missing model: /healthz goes on saying "loading"
