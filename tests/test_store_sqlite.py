@@ -288,7 +288,7 @@ def test_sigkill_mid_write_leaves_one_written_version_and_a_matching_audit(
         counter = int(stored.text.split("\n")[0].removeprefix("counter: "))
         expected = f"counter: {counter}\nsteady line\n" + "pad " * (counter % 50)
         assert stored.text == expected.strip()
-        audit = memoro.audit("ann", limit=100_000)
+        audit = memoro.store.list_audit("ann", limit=100_000)  # every entry, past a page
         assert len(audit) == counter  # one entry per committed write, no more
         assert f"counter: {counter}" in audit[0].added_lines
     raw = sqlite3.connect(tmp_path / "memoro.db")
