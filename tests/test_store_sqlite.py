@@ -486,3 +486,36 @@ def test_an_uploads_bytes_leave_every_file_once_its_import_finishes_or_fails(
     memoro.index_pending()  # the purges
     assert b"NUMBAT" not in _all_bytes(tmp_path)
     store.close()
+
+
+OPEN_AT_ONCE = """
+import sys, time
+from memoro.store.sqlite import SqliteStore
+start = float(sys.argv[2])
+while time.time() < start:
+    pass
+store = SqliteStore(sys.argv[1])
+store.close()
+print("opened")
+"""
+
+
+def test_processes_opening_a_new_database_together_all_open_it(tmp_path: Path) -> None:
+    """Two `memoro watch` of a fresh home started together: one migrates,
+    the others wait for it (D4) — none fails with 'database is locked'
+    (turning a new file to WAL does not go through SQLite's busy handler)."""
+    for attempt in range(3):
+        path = tmp_path / f"try{attempt}" / "memoro.db"
+        start = time.time() + 1.5
+        processes = [
+            subprocess.Popen(
+                [sys.executable, "-c", OPEN_AT_ONCE, str(path), str(start)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(6)
+        ]
+        for process in processes:
+            out, err = process.communicate(timeout=120)
+            assert process.returncode == 0 and out == "opened\n", err[-2000:]

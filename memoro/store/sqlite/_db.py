@@ -84,19 +84,38 @@ class Database:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is not None:
             return conn
-        try:
-            conn = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
-            )
-            conn.row_factory = sqlite3.Row
-            for pragma in _PRAGMAS:
-                conn.execute(pragma)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the database {self.path}: {exc}") from exc
+        conn = self._open()
         self._local.conn = conn
         with self._lock:
             self._all.append(conn)
         return conn
+
+    def _open(self) -> sqlite3.Connection:
+        """A new connection with memoro's settings. Turning a new file to WAL
+        needs the file to itself, and SQLite answers "locked" at once rather
+        than through the busy handler while another process holds it (two
+        processes opening a new database together; one migrating it): so
+        that is waited for, as long as the busy timeout."""
+        deadline = time.monotonic() + BUSY_TIMEOUT
+        while True:
+            conn = None
+            try:
+                conn = sqlite3.connect(
+                    self.path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
+                )
+                conn.row_factory = sqlite3.Row
+                for pragma in _PRAGMAS:
+                    conn.execute(pragma)
+                return conn
+            except sqlite3.Error as exc:
+                if conn is not None:
+                    conn.close()
+                busy = isinstance(exc, sqlite3.OperationalError) and (
+                    "locked" in str(exc) or "busy" in str(exc)
+                )
+                if not busy or time.monotonic() > deadline:
+                    raise StoreError(f"cannot open the database {self.path}: {exc}") from exc
+                time.sleep(0.02)
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
