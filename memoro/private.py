@@ -10,6 +10,7 @@ import contextlib
 import logging
 import os
 import stat
+import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -59,11 +60,10 @@ def write_file(path: Path, data: bytes) -> None:
 
 def write_whole(path: Path, parts: Iterable[bytes]) -> None:
     """Write ``parts`` to ``path`` owner-only, whole or not at all: into a
-    new file beside it, flushed to disk, then renamed over ``path``; on any
-    failure the new file is removed and ``path`` is as it was."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.part")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(temporary, flags, FILE_MODE)
+    new file beside it (``<name>…tmp``, 0600), flushed to disk, then renamed
+    over ``path``; on any failure the new file is removed and ``path`` is as
+    it was."""
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as file:
             for part in parts:

@@ -117,7 +117,7 @@ def test_export_to_a_file_is_owner_only_and_whole(tmp_path: Path) -> None:
     )
     assert written.pop("exported_at") and printed.pop("exported_at")
     assert written == printed and written["conversations"]
-    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".part")] == []
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
     nowhere = run(tmp_path, "export", "-u", "ann", "-o", str(tmp_path / "no" / "such.json"))
     assert nowhere.exit_code != 0 and "cannot write" in nowhere.stderr

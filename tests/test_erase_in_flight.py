@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from memoro.cli import cli
 from memoro.client import MemoroClient
@@ -381,6 +381,40 @@ def test_a_saved_index_copy_written_across_the_erase_is_not_kept(
     assert nothing_of(backend, "ann") == {}
 
 
+ERASED_IMPORT = (
+    "Error: ann was erased while this import ran, so it was cancelled: nothing it read"
+    " is kept (what it had stored went with the erase)"
+)
+
+
+def _import_erased(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: Path, at: str
+) -> tuple[Result, Eraser, Memoro]:
+    """``memoro import source`` for ann, erased by another process's
+    service right after the first call of SqliteStore's method ``at``
+    (``record_turns``: while storing; ``claim_jobs``: once its indexing
+    took jobs). Returns the command's result, the eraser and that other
+    service (open: the caller reads through it, then closes it)."""
+    home = tmp_path / "home"
+    env = {"MEMORO_HOME": str(home), "MEMORO_EMBEDDER": "keyword"}
+    other = Memoro(
+        SqliteStore(home / "memoro.db"), Settings(home=home), embedder=None, worker=False
+    )
+    erase = Eraser(other, "ann")
+    method = getattr(SqliteStore, at)
+
+    def then_erase(store: SqliteStore, *args: Any, **options: Any) -> Any:
+        answer = method(store, *args, **options)
+        if at != "claim_jobs" or answer:  # jobs were taken
+            erase()
+        return answer
+
+    monkeypatch.setattr(SqliteStore, at, then_erase)
+    result = CliRunner().invoke(cli, ["import", str(source), "-u", "ann", "--quiet"], env=env)
+    monkeypatch.undo()
+    return result, erase, other
+
+
 def test_memoro_import_says_the_erase_cancelled_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -388,33 +422,11 @@ def test_memoro_import_says_the_erase_cancelled_it(
     clear line and exit code 1, no traceback, nothing of the user left."""
     path = tmp_path / "export.json"
     path.write_bytes(export_of(tmp_path, 1_200))
-    home = tmp_path / "home"
-    env = {"MEMORO_HOME": str(home), "MEMORO_EMBEDDER": "keyword"}
-    other = Memoro(
-        SqliteStore(home / "memoro.db"), Settings(home=home), embedder=None, worker=False
-    )
-    erase = Eraser(other, "ann")
-    record = SqliteStore.record_turns
-
-    def recorded(store: SqliteStore, *args: Any, **options: Any) -> Any:
-        try:
-            return record(store, *args, **options)
-        finally:
-            erase()  # after the first batch, from another process's service
-
-    monkeypatch.setattr(SqliteStore, "record_turns", recorded)
-    result = CliRunner().invoke(cli, ["import", str(path), "-u", "ann", "--quiet"], env=env)
-    monkeypatch.undo()
-    other.close()
+    result, _, other = _import_erased(tmp_path, monkeypatch, path, "record_turns")
     assert result.exit_code == 1
-    assert result.stderr.strip() == (
-        "Error: ann was erased while this import ran, so it was cancelled: nothing it read"
-        " is kept (what it had stored went with the erase)"
-    )
-    with Memoro(
-        SqliteStore(home / "memoro.db"), Settings(home=home), embedder=None, worker=False
-    ) as memoro:
-        assert memoro.list_conversations("ann") == [] and memoro.read_block("ann") is None
+    assert result.stderr.strip() == ERASED_IMPORT
+    assert other.list_conversations("ann") == [] and other.read_block("ann") is None
+    other.close()
 
 
 def test_memoro_import_erased_while_it_indexes_says_so_as_while_it_stores(
@@ -425,30 +437,11 @@ def test_memoro_import_erased_while_it_indexes_says_so_as_while_it_stores(
     "Imported … Indexed …" for a user who is gone."""
     path = tmp_path / "export.json"
     path.write_bytes(export_of(tmp_path, 30))
-    home = tmp_path / "home"
-    env = {"MEMORO_HOME": str(home), "MEMORO_EMBEDDER": "keyword"}
-    other = Memoro(
-        SqliteStore(home / "memoro.db"), Settings(home=home), embedder=None, worker=False
-    )
-    erase = Eraser(other, "ann")
-    claim = SqliteStore.claim_jobs
-
-    def claimed(store: SqliteStore, *args: Any, **options: Any) -> Any:
-        jobs = claim(store, *args, **options)
-        if jobs:
-            erase()  # once the first jobs are taken, from another process's service
-        return jobs
-
-    monkeypatch.setattr(SqliteStore, "claim_jobs", claimed)
-    result = CliRunner().invoke(cli, ["import", str(path), "-u", "ann", "--quiet"], env=env)
-    monkeypatch.undo()
+    result, erase, other = _import_erased(tmp_path, monkeypatch, path, "claim_jobs")
     assert erase.deleted is not None and erase.deleted.turns == 30  # all stored first
     assert result.exit_code == 1, result.output
     assert result.stdout == ""
-    assert result.stderr.strip() == (
-        "Error: ann was erased while this import ran, so it was cancelled: nothing it read"
-        " is kept (what it had stored went with the erase)"
-    )
+    assert result.stderr.strip() == ERASED_IMPORT
     assert other.list_conversations("ann") == [] and other.read_block("ann") is None
     other.close()
 
@@ -462,23 +455,7 @@ def test_memoro_import_of_a_folder_of_logs_stops_whole_at_an_erase(
     shutil.copytree(Path(__file__).parent / "fixtures" / "imports" / "claude-code", logs)
     for log in logs.rglob("*.jsonl"):
         os.utime(log, (1e9, 1e9))  # long finished
-    home = tmp_path / "home"
-    env = {"MEMORO_HOME": str(home), "MEMORO_EMBEDDER": "keyword"}
-    other = Memoro(
-        SqliteStore(home / "memoro.db"), Settings(home=home), embedder=None, worker=False
-    )
-    erase = Eraser(other, "ann")
-    record = SqliteStore.record_turns
-
-    def recorded(store: SqliteStore, *args: Any, **options: Any) -> Any:
-        try:
-            return record(store, *args, **options)
-        finally:
-            erase()
-
-    monkeypatch.setattr(SqliteStore, "record_turns", recorded)
-    result = CliRunner().invoke(cli, ["import", str(logs), "-u", "ann", "--quiet"], env=env)
-    monkeypatch.undo()
+    result, _, other = _import_erased(tmp_path, monkeypatch, logs, "record_turns")
     assert result.exit_code == 1, result.output
     assert "ann was erased while this import ran" in result.stderr
     assert other.list_conversations("ann") == []

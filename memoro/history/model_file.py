@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-import os
 import shutil
 import tempfile
 import threading
@@ -154,18 +153,10 @@ def _checked(path: Path) -> bool:
 def _write_atomically(path: Path, data: bytes) -> None:
     """Model first, checksum last: a crash in between leaves a file without
     a valid checksum, which is rebuilt."""
+    from memoro.private import write_whole
+
     for target, content in ((path, data), (_checksum_path(path), _sha256(data).encode())):
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=target.name, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(content)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        write_whole(target, [content])
 
 
 @contextlib.contextmanager
