@@ -240,15 +240,54 @@ def test_edit_without_an_editor_is_a_clear_error(home: Path, tmp_path: Path) -> 
     assert result.exit_code == 1 and "EDITOR" in result.stderr
 
 
-def test_edit_falls_back_to_the_systems_editor(home: Path, tmp_path: Path) -> None:
+def fallback_editors(tmp_path: Path) -> Path:
+    """A PATH whose nano (the first of editor, nano, vi found) appends a line
+    and notes that it ran."""
     tools = tmp_path / "bin"
     tools.mkdir()
-    nano = tools / "nano"  # the first of editor, nano, vi found on the PATH
-    nano.write_text(f"#!{sys.executable}\nimport sys\nopen(sys.argv[1], 'a').write('City: Oslo')\n")
+    nano = tools / "nano"
+    nano.write_text(
+        f"#!{sys.executable}\nimport sys\nopen(sys.argv[1], 'a').write('City: Oslo')\n"
+        f"open({str(tmp_path / 'nano-ran')!r}, 'w').close()\n"
+    )
     nano.chmod(0o755)
-    result = run(home, "memory", "edit", "-u", "ann", EDITOR="", VISUAL="", PATH=str(tools))
-    assert result.exit_code == 0, result.output
+    return tools
+
+
+def edit_process(home: Path, tools: Path, stdin: int) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MEMORO_HOME": str(home), "PATH": str(tools), "EDITOR": "", "VISUAL": ""}
+    return subprocess.run(
+        [sys.executable, "-m", "memoro", "memory", "edit", "-u", "ann"],
+        stdin=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+
+
+def test_edit_falls_back_to_the_systems_editor_on_a_terminal(home: Path, tmp_path: Path) -> None:
+    tools = fallback_editors(tmp_path)
+    terminal, other_end = os.openpty()
+    try:
+        result = edit_process(home, tools, terminal)
+    finally:
+        os.close(terminal)
+        os.close(other_end)
+    assert result.returncode == 0, result.stderr
     assert run(home, "memory", "show", "-u", "ann").stdout == "City: Oslo\n"
+
+
+def test_edit_without_a_terminal_or_an_editor_exits_at_once(home: Path, tmp_path: Path) -> None:
+    # editor, nano and vi wait on a terminal: with stdin redirected none is started
+    tools = fallback_editors(tmp_path)
+    result = edit_process(home, tools, subprocess.DEVNULL)
+    assert result.returncode == 1 and not (tmp_path / "nano-ran").exists()
+    assert result.stderr.strip().splitlines() == [
+        "Error: no editor can run here: standard input is not a terminal and neither $VISUAL"
+        " nor $EDITOR is set; save with `memoro memory set < file` instead"
+    ]
+    assert run(home, "memory", "show", "-u", "ann").stdout == ""
 
 
 def test_a_malformed_if_match_is_a_usage_error_not_a_conflict(home: Path) -> None:

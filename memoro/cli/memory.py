@@ -97,7 +97,9 @@ def memory_set(ctx: click.Context, user: str, if_match: str | None, as_json: boo
 def memory_edit(ctx: click.Context, user: str) -> None:
     """Edit the block in your text editor (writer: user).
 
-    The editor is $VISUAL or $EDITOR, else editor, nano or vi. If the block
+    The editor is $VISUAL or $EDITOR, else editor, nano or vi when standard
+    input is a terminal (without one, it exits 1 and says to use `memoro
+    memory set < file`). If the block
     changed while the editor was open, nothing is saved: memoro says "Memory
     was changed elsewhere.", shows what changed, and offers to reopen your
     text; saving that overwrites the other change.
@@ -201,7 +203,15 @@ def _run_editor(text: str) -> str:
     import subprocess
     import tempfile
 
-    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or _fallback_editor()
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    if not editor:
+        if not sys.stdin.isatty():
+            # editor, nano and vi wait on a terminal that is not there: never start one
+            raise click.ClickException(
+                "no editor can run here: standard input is not a terminal and neither $VISUAL"
+                " nor $EDITOR is set; save with `memoro memory set < file` instead"
+            )
+        editor = _fallback_editor()
     if not editor:
         raise click.ClickException(
             "no editor found: set $VISUAL or $EDITOR to the editor to use"
