@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memoro.errors import ConfigError, InvalidUser, Unauthorized
+from memoro.errors import ConfigError, InvalidInput, InvalidUser, Unauthorized
 from memoro.turns import check_user
 
 # PyJWT (and the cryptography it loads) comes with the first token verified:
@@ -56,6 +56,9 @@ def www_authenticate(headers: Mapping[str, str], cookies: Mapping[str, str]) -> 
 
 MIN_SECRET = 32
 DEFAULT_TTL = 3600
+MAX_TTL = 30 * 86_400
+"""The longest lifetime ``memoro token issue`` gives a token: one cannot be
+revoked short of changing MEMORO_SECRET, so it must not outlive its use."""
 SESSION_TTL = 8 * 3600
 SESSION_AUDIENCE = "memoro-session"
 JWKS_ALGORITHMS = ("RS256", "ES256")
@@ -98,6 +101,15 @@ def hs256(claims: Mapping[str, Any], key: bytes) -> str:
     payload = _b64(json.dumps(dict(claims), separators=(",", ":")).encode())
     signed = header + b"." + payload
     return (signed + b"." + _b64(hmac.new(key, signed, hashlib.sha256).digest())).decode()
+
+
+def check_ttl(ttl: int) -> int:
+    """A token lifetime in seconds, 1 to MAX_TTL, else InvalidInput."""
+    if isinstance(ttl, bool) or not isinstance(ttl, int) or not 1 <= ttl <= MAX_TTL:
+        raise InvalidInput(
+            f"a token lasts 1 to {MAX_TTL:,} seconds ({MAX_TTL // 86_400} days), not {ttl!r}"
+        )
+    return ttl
 
 
 class Signer:

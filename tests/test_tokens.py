@@ -21,9 +21,9 @@ from click.testing import CliRunner
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from memoro.auth import Signer, TokenVerifier
+from memoro.auth import MAX_TTL, Signer, TokenVerifier, check_ttl
 from memoro.cli import cli
-from memoro.errors import ConfigError, KeysUnavailable, Unauthorized
+from memoro.errors import ConfigError, InvalidInput, KeysUnavailable, Unauthorized
 from memoro.jwks import FIRST_BACKOFF, GRACE
 from memoro.service import Memoro
 from memoro.web.security import AuthConfig
@@ -491,6 +491,29 @@ def test_memoro_token_issue_prints_a_jwt(monkeypatch: pytest.MonkeyPatch) -> Non
     decoded = jwt.decode(token, SECRET, algorithms=["HS256"], issuer=ISSUER)
     assert decoded["sub"] == "ann" and decoded["exp"] - decoded["iat"] == 120
     assert TokenVerifier(secret=SECRET, issuer=ISSUER).verify(token).user_id == "ann"
+
+
+@pytest.mark.parametrize("ttl", ["0", "-60", "2592001", "99999999999999999999999999"])
+def test_memoro_token_issue_refuses_a_lifetime_out_of_range(
+    monkeypatch: pytest.MonkeyPatch, ttl: str
+) -> None:
+    # a token cannot be revoked short of a new secret: 30 days at most
+    monkeypatch.setenv("MEMORO_SECRET", SECRET)
+    result = CliRunner().invoke(cli, ["token", "issue", "--user", "ann", "--ttl", ttl])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.splitlines()[-1] == (
+        f"Error: Invalid value for --ttl: a token lasts 1 to 2,592,000 seconds (30 days), not {ttl}"
+    )
+
+
+def test_the_longest_token_lifetime_is_issued_and_verifies(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORO_SECRET", SECRET)
+    result = CliRunner().invoke(cli, ["token", "issue", "--user", "ann", "--ttl", str(MAX_TTL)])
+    assert result.exit_code == 0, result.output
+    decoded = jwt.decode(result.stdout.strip(), SECRET, algorithms=["HS256"])
+    assert decoded["exp"] - decoded["iat"] == MAX_TTL == 30 * 86_400
+    with pytest.raises(InvalidInput, match="1 to 2,592,000 seconds"):
+        check_ttl(MAX_TTL + 1)
 
 
 def test_token_auth_without_a_secret_or_a_jwks_url_does_not_start() -> None:

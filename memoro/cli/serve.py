@@ -16,8 +16,9 @@ from typing import Any
 
 import click
 
-from memoro.auth import DEFAULT_TTL, Signer
+from memoro.auth import DEFAULT_TTL, MAX_TTL, Signer, check_ttl
 from memoro.cli._app import cli, log_to_stderr
+from memoro.errors import InvalidInput
 from memoro.history.embed import LocalEmbedder, make_embedder
 from memoro.service import Memoro
 from memoro.settings import SETTINGS, Settings
@@ -256,8 +257,10 @@ def token() -> None:
     "--ttl",
     default=DEFAULT_TTL,
     show_default=True,
-    type=click.IntRange(1),
-    help="Seconds until it expires.",
+    type=int,
+    callback=lambda ctx, param, ttl: _ttl(ttl),
+    metavar="SECONDS",
+    help=f"Seconds until it expires (1 to {MAX_TTL:,}: {MAX_TTL // 86_400} days).",
 )
 @click.pass_context
 def token_issue(ctx: click.Context, user: str, ttl: int) -> None:
@@ -274,6 +277,13 @@ def token_issue(ctx: click.Context, user: str, ttl: int) -> None:
         user_claim=settings.user_claim,
     )
     click.echo(signer.issue(user, ttl))
+
+
+def _ttl(ttl: int) -> int:
+    try:
+        return check_ttl(ttl)
+    except InvalidInput as exc:
+        raise click.BadParameter(str(exc), param_hint="--ttl") from None
 
 
 @cli.command("migrate")
