@@ -129,7 +129,7 @@ def test_a_watch_state_open_to_others_is_closed(
     state.mkdir(mode=0o755)
     state.chmod(0o755)
     old = state / (32 * "a" + ".json")  # a state file of an earlier version
-    old.write_text("{}")
+    old.write_text('{"version": 0}')
     old.chmod(0o644)
     with caplog.at_level(logging.WARNING, "memoro"), Follower([tmp_path], state):
         pass
