@@ -430,6 +430,13 @@ def test_m12_the_newest_turns_that_fit_are_read_and_the_rest_counted(
     text = llm.requests[0]["messages"][1]["content"]
     assert "(11 turns, oldest first; 19 older turns not shown)" in text
     assert "turn 19" in text and "turn 29" in text and "turn 18" not in text
+    # the setting bounds the turns' own text, not the request (docs/review.md):
+    # instructions, tool and block come on top, and each turn's frame
+    sent = sum(len(m["content"]) for m in llm.requests[0]["messages"])
+    sent += len(json.dumps(llm.requests[0]["tools"]))
+    turns_text = 11 * len(f"turn 00 {'x' * 80}ok")
+    assert turns_text <= 1000 and len(text) - turns_text > 11 * 75  # each turn's frame
+    assert sent > 1000 + 11 * 75 + 3000  # the instructions with the tool, ~3,500
     memoro.close()
 
 
