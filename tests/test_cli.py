@@ -9,7 +9,9 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import cast
 
+import click
 import pytest
 from click.testing import CliRunner, Result
 
@@ -377,3 +379,31 @@ def test_a_home_that_cannot_be_a_folder_is_one_clear_line(tmp_path: Path) -> Non
                 f"Error: MEMORO_HOME must be a folder memoro can write to; {home} is not"
             ), line
     assert a_file.read_text() == "not memoro's"
+
+
+def commands() -> list[tuple[str, click.Command]]:
+    """Every command and group of the CLI, by its full name."""
+
+    def walk(command: click.Command, name: str) -> list[tuple[str, click.Command]]:
+        found = [(name, command)]
+        if isinstance(command, click.Group):
+            ctx = click.Context(command)
+            for sub in command.list_commands(ctx):
+                found += walk(cast(click.Command, command.get_command(ctx, sub)), f"{name} {sub}")
+        return found
+
+    return walk(cli, "memoro")
+
+
+@pytest.mark.parametrize(("name", "command"), commands(), ids=[name for name, _ in commands()])
+def test_every_command_describes_its_options_and_arguments_in_whole_sentences(
+    name: str, command: click.Command
+) -> None:
+    text = command.help or ""
+    summary = text.split("\n\n")[0].strip()
+    assert summary.endswith("."), f"{name}: the summary stops mid-sentence: {summary!r}"
+    for param in command.params:
+        if isinstance(param, click.Option) and not param.hidden:
+            assert param.help, f"{name} {param.opts[0]} has no description"
+        elif isinstance(param, click.Argument):
+            assert param.human_readable_name in text, f"{name}: {param.human_readable_name}?"

@@ -300,6 +300,7 @@ def prompt(ctx: click.Context, user: str, fmt: str, instructions: str) -> None:
     type=click.Choice(["openai", "anthropic"]),
     default="openai",
     show_default=True,
+    help="The API whose tool format to print: OpenAI's function tools or Anthropic's tools.",
 )
 def tools(fmt: str) -> None:
     """Print the tool definitions the model is given."""
@@ -312,7 +313,9 @@ def tools(fmt: str) -> None:
 @click.argument("topic", required=False)
 @click.pass_context
 def help_command(ctx: click.Context, topic: str | None) -> None:
-    """Help on a command, or `memoro help config` for every setting."""
+    """Help on a command, or `memoro help config` for every setting.
+
+    TOPIC is a command (`memoro help watch`), or config for every setting."""
     root = ctx.find_root()
     if topic is None:
         click.echo(root.get_help())

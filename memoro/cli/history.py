@@ -201,7 +201,9 @@ def search(
     before: str | None,
     as_json: bool,
 ) -> None:
-    """Search past conversations, as the model's tool does."""
+    """Search past conversations, as the model's tool does.
+
+    QUERY is what to look for, in words or as a question."""
     hits = open_memoro(ctx).search(user, query, limit=limit, mode=mode, after=after, before=before)
     if as_json:
         print_json({"hits": [hit.to_json() for hit in hits], "warnings": list(hits.warnings)})
@@ -267,7 +269,9 @@ def conversations_list(
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.pass_context
 def conversations_show(ctx: click.Context, user: str, conversation: str, as_json: bool) -> None:
-    """Print a conversation's turns."""
+    """Print a conversation's turns.
+
+    CONVERSATION is its id, as `memoro conversations list` prints it."""
     turns = open_memoro(ctx).conversation_turns(user, conversation)
     if not turns:
         raise click.ClickException(f"no conversation {conversation!r}")
@@ -287,8 +291,9 @@ def conversations_show(ctx: click.Context, user: str, conversation: str, as_json
 def conversations_delete(ctx: click.Context, user: str, conversation: str, yes: bool) -> None:
     """Delete a conversation: out of search at once, purged right after.
 
-    It goes from the database as soon as it is out of search; this cannot
-    be undone."""
+    CONVERSATION is its id, as `memoro conversations list` prints it. It
+    goes from the database as soon as it is out of search; this cannot be
+    undone."""
     memoro = open_memoro(ctx)
     if not memoro.conversation_turns(user, conversation):
         raise click.ClickException(f"no conversation {conversation!r}")
@@ -301,13 +306,13 @@ def conversations_delete(ctx: click.Context, user: str, conversation: str, yes: 
 
 @cli.command("worker")
 @click.option("--once", is_flag=True, help="Run the due jobs, then exit.")
-@quiet_option
+@click.option("--quiet", is_flag=True, help="With --once: no progress bar, only the summary line.")
 @click.pass_context
 def worker(ctx: click.Context, once: bool, quiet: bool) -> None:
     """Index finished turns and purge deleted conversations.
 
-    It runs until stopped. Any number of workers can share one database. On SIGINT or SIGTERM the
-    worker finishes the job in hand and exits.
+    It runs until stopped. Any number of workers can share one database. On
+    SIGINT or SIGTERM the worker finishes the job in hand and exits.
     """
     memoro = open_memoro(ctx)
     if once:
@@ -368,7 +373,9 @@ def jobs(ctx: click.Context, failed: bool, limit: int, as_json: bool) -> None:
 @click.argument("job_id", type=int)
 @click.pass_context
 def jobs_retry(ctx: click.Context, job_id: int) -> None:
-    """Put a failed job back in the queue."""
+    """Put a failed job back in the queue.
+
+    JOB_ID is the number after # on the job's line in `memoro jobs --failed`."""
     if not open_memoro(ctx).retry_job(job_id):
         raise click.ClickException(f"no failed job #{job_id}")
     click.echo(f"Job #{job_id} is queued again.")
