@@ -32,6 +32,7 @@ from memoro.imports.claude_code import ClaudeCodeLog
 from memoro.imports.codex import CodexLog
 from memoro.imports.logfiles import Found, Skim, open_log, scan
 from memoro.imports.model import ImportedConversation, Tally
+from memoro.imports.saved_state import damage
 from memoro.imports.sessions import (
     SETTLE_SECONDS,
     STALE_SECONDS,
@@ -406,55 +407,6 @@ def _due(log: SessionLog, modified: float) -> float | None:
     return modified + (STALE_SECONDS if tools else SETTLE_SECONDS)
 
 
-_NONE = type(None)
-_FIELDS: dict[str, tuple[type, ...]] = {
-    "path": (str,),
-    "device": (int,),
-    "inode": (int,),
-    "head": (str,),
-    "head_size": (int,),
-    "size": (int,),
-    "modified": (int,),
-    "offset": (int,),
-    "lines": (int,),
-    "skipping": (bool,),
-    "skim": (dict, _NONE),
-    "format": (str, _NONE),
-    "log": (dict, _NONE),
-    "due": (int, float, _NONE),
-    "version": (int,),
-}
-"""What a state file holds, as ``_save`` writes it."""
-_REQUIRED = ("path", "offset", "lines", "format", "log", "version")
-"""Its fields that every version of it had."""
-_SKIM: dict[str, tuple[type, ...]] = {
-    "depth": (int,),
-    "quoted": (bool,),
-    "escape": (bool,),
-    "text": (str, _NONE),
-    "last": (str, _NONE),
-    "key": (str, _NONE),
-    "value": (bool,),
-    "literal": (str,),
-    "fields": (dict,),
-    "keys": (list,),
-    "steps": (int,),
-}
-"""What ``Skim.state`` writes."""
-_TURN: dict[str, tuple[type, ...]] = {
-    "key": (str,),
-    "conversation": (str,),
-    "question": (str,),
-    "command": (bool,),
-    "answers": (list,),
-    "ended": (bool,),
-    "waiting": (list,),
-    "tools_after": (bool,),
-    "tentative": (bool,),
-}
-"""The fields of a turn still open (``Opened``) that must have their type."""
-
-
 def _load(path: Path) -> Followed | None:
     """A saved state file; None when another version of memoro wrote it
     (that log is read again from its start). A file that is not what a
@@ -471,77 +423,13 @@ def _load(path: Path) -> Followed | None:
         version = data.get("version") if isinstance(data, dict) else None
         if type(version) is int and version != VERSION:
             return None
-        why = _damage(data) if isinstance(data, dict) else "it is not a JSON object"
+        why = damage(data, LOGS) if isinstance(data, dict) else "it is not a JSON object"
     if why:
         raise ConfigError(
             f"the watch state file {path} is damaged ({why}): put back what memoro wrote,"
             " or delete the file to read that log again from its start"
         )
     return Followed(**data)
-
-
-def _damage(data: dict[str, Any]) -> str:
-    """What is wrong with a state file's fields, "" if nothing is."""
-    why = _mistyped(data, _FIELDS, _REQUIRED, exact=True)
-    if why:
-        return why
-    for name in ("head_size", "offset", "lines"):
-        if data.get(name, 0) < 0:
-            return f"{name!r} is negative"
-    form, log = data["format"], data["log"]
-    if form not in (None, "", *LOGS) or (log is not None and form not in LOGS):
-        return f"'format' is {form!r}, no session log memoro reads"
-    skim = data.get("skim") or {}
-    if data.get("skipping") and (why := _mistyped(skim, _SKIM, where="'skim'")):
-        return why
-    if log is None:
-        return ""
-    opened, where = log.get("opened"), "a turn in 'log'"
-    for turn in opened if isinstance(opened, list) else []:
-        if not isinstance(turn, dict):
-            return f"{where} is {_kind(type(turn))}, not an object"
-        if why := _mistyped(turn, _TURN, ("key", "conversation", "question", "at"), where=where):
-            return why
-        if not all(
-            isinstance(text, str) for text in [*turn.get("answers", []), *turn.get("waiting", [])]
-        ):
-            return "a turn in 'log' lists something other than text"
-    try:
-        LOGS[form](Path(data["path"]).name).restore(log)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        return f"'log' is not as written ({exc.__class__.__name__}: {exc})"
-    return ""
-
-
-def _mistyped(
-    data: dict[str, Any],
-    fields: dict[str, tuple[type, ...]],
-    required: Sequence[str] = (),
-    *,
-    exact: bool = False,
-    where: str = "",
-) -> str:
-    """The first field of ``data`` of the wrong JSON type, or ``required``
-    and missing; with ``exact``, a field not in ``fields`` too; "" when
-    there is none. (A field that an older memoro did not write yet takes
-    its default.)"""
-    at = f" in {where}" if where else ""
-    for name in required:
-        if name not in data:
-            return f"no field {name!r}{at}"
-    for name, kinds in fields.items():
-        if name not in data:
-            continue
-        kind = type(data[name])
-        if kind not in kinds and not (kind is int and float in kinds):
-            return f"{name!r}{at} is {_kind(kind)}, not {' or '.join(map(_kind, kinds))}"
-    unknown = [name for name in data if name not in fields] if exact else []
-    return f"an unknown field {unknown[0]!r}{at}" if unknown else ""
-
-
-def _kind(kind: type) -> str:
-    names = {dict: "an object", list: "a list", str: "text", bool: "true or false"}
-    return {**names, _NONE: "null", int: "a whole number", float: "a number"}.get(kind, "?")
 
 
 _STATE_NAME = re.compile(r"(lock|[0-9a-f]{32}\.(json|partial))")
