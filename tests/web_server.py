@@ -27,14 +27,19 @@ def free_port() -> int:
 
 @contextmanager
 def running(memoro: Memoro, auth: AuthConfig, provider: Provider | None = None) -> Iterator[str]:
-    port = free_port()
+    # The socket is bound here and handed to the server, not a port number
+    # found free and bound later: between the two, another test process on
+    # the machine could take the port (its own server or client)
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    port = listening.getsockname()[1]
     config = uvicorn.Config(
         create_app(memoro, auth, provider), host="127.0.0.1", port=port, log_level="warning"
     )
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listening]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while not server.started:
         assert time.monotonic() < deadline, "the server did not start"
         time.sleep(0.01)
@@ -42,4 +47,5 @@ def running(memoro: Memoro, auth: AuthConfig, provider: Provider | None = None) 
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
-        thread.join(10)
+        thread.join(30)
+        listening.close()
