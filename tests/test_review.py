@@ -48,7 +48,7 @@ def settings(tmp_path: Path, llm: ScriptedLLM, **more: Any) -> Settings:
         "llm_url": llm.openai_url,
         "llm_model": "scripted",
         "llm_key": "test",
-        "review_timeout": 10,
+        "review_timeout": 60,  # a deadline only tests about it shorten
         **more,
     }
     return Settings(home=tmp_path, **values)
@@ -76,7 +76,7 @@ def _model(llm: ScriptedLLM, **more: Any) -> dict[str, Any]:
         "llm_url": llm.openai_url,
         "llm_model": "scripted",
         "llm_key": "test",
-        "review_timeout": 10,
+        "review_timeout": 60,  # a deadline only tests about it shorten
         **more,
     }
 
