@@ -466,7 +466,7 @@ def test_an_error_answer_that_is_not_memoros_still_raises_a_memoro_error() -> No
 
 def test_the_client_talks_to_memoro_serve_in_local_mode(tmp_path: Path) -> None:
     with serving(tmp_path, MEMORO_LOCAL_USER="me") as (url, _):
-        with MemoroClient(url, timeout=5) as client:
+        with MemoroClient(url, timeout=60) as client:
             deadline = datetime.now(UTC).timestamp() + 60
             while True:
                 try:

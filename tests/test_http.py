@@ -40,7 +40,7 @@ def client(url: str, user: str | None = None, token: str | None = None) -> httpx
     headers = {}
     if user is not None or token is not None:
         headers["Authorization"] = f"Bearer {token or SIGNER.issue(user or '')}"
-    return httpx.Client(base_url=url, headers=headers, timeout=10)
+    return httpx.Client(base_url=url, headers=headers, timeout=60)
 
 
 ENDPOINTS = [
@@ -92,7 +92,7 @@ def test_a_session_token_is_not_accepted_as_a_bearer_token(token_server: str) ->
 
 def test_a_user_token_is_not_accepted_as_a_session(token_server: str) -> None:
     cookies = {"memoro_session": SIGNER.issue("ann")}
-    with httpx.Client(base_url=token_server, cookies=cookies, timeout=10) as browser:
+    with httpx.Client(base_url=token_server, cookies=cookies, timeout=60) as browser:
         assert browser.get("/v1/memory").status_code == 401
 
 
@@ -336,7 +336,7 @@ def sign_in(browser: httpx.Client, token: str) -> httpx.Response:
 
 
 def test_a_session_cookie_needs_the_csrf_header_for_writes(token_server: str) -> None:
-    with httpx.Client(base_url=token_server, timeout=10) as browser:
+    with httpx.Client(base_url=token_server, timeout=60) as browser:
         login = sign_in(browser, SIGNER.issue("ann"))
         assert login.status_code == 303 and "memoro_session" in browser.cookies
         page = browser.get("/memory")
@@ -353,7 +353,7 @@ def test_signing_in_as_another_user_over_a_session_needs_the_sessions_confirmati
     service.write_block("ann", "Ann's block", writer="user")
     service.write_block("mallory", "Mallory's block", writer="user")
     mallory = SIGNER.issue("mallory")
-    with httpx.Client(base_url=token_server, timeout=10) as browser:
+    with httpx.Client(base_url=token_server, timeout=60) as browser:
         sign_in(browser, SIGNER.issue("ann"))
         ann_session = browser.cookies["memoro_session"]
         origin = {"Origin": token_server}
@@ -373,7 +373,7 @@ def test_signing_in_as_another_user_over_a_session_needs_the_sessions_confirmati
 
 def test_a_bad_login_link_is_a_readable_page_not_json(token_server: str) -> None:
     for token in ("garbage", SIGNER.issue("ann", ttl=-3600), ""):
-        page = httpx.get(f"{token_server}/login", params={"token": token}, timeout=10)
+        page = httpx.get(f"{token_server}/login", params={"token": token}, timeout=60)
         assert page.status_code == 401
         assert page.headers["content-type"].startswith("text/html")
         assert "This sign-in link does not work" in page.text and '"error"' not in page.text
@@ -415,7 +415,7 @@ def test_conversations_come_in_pages_with_the_total(local_server: str, service: 
         service.record_turn(
             "me", f"c{i}", f"question {i}", "answer", at=f"2025-01-0{i + 1}T10:00:00Z"
         )
-    with httpx.Client(base_url=local_server, timeout=10) as http:
+    with httpx.Client(base_url=local_server, timeout=60) as http:
         page = http.get("/v1/conversations", params={"limit": 2, "offset": 1})
         assert page.headers["X-Total-Count"] == "3"
         assert [(c["id"], c["preview"]) for c in page.json()] == [

@@ -198,7 +198,7 @@ def test_over_http_a_lone_surrogate_in_arguments_is_answered_as_over_stdio(
     }
     for i, (name, arguments) in enumerate(SURROGATE_CALLS, 1):
         response = httpx.post(
-            f"{token_url}/mcp", content=_rpc(i, name, arguments), headers=headers, timeout=10
+            f"{token_url}/mcp", content=_rpc(i, name, arguments), headers=headers, timeout=60
         )
         assert response.status_code == 200, response.text
         text = response.json()["result"]["content"][0]["text"]
@@ -247,7 +247,7 @@ def test_over_http_a_missing_or_bad_token_is_refused(
     if authorization:
         headers["Authorization"] = authorization
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
-    response = httpx.post(f"{token_url}/mcp", json=body, headers=headers, timeout=10)
+    response = httpx.post(f"{token_url}/mcp", json=body, headers=headers, timeout=60)
     assert response.status_code == 401
 
 

@@ -91,7 +91,7 @@ def test_serve_logs_one_line_per_request(tmp_path: Path) -> None:
         wait_for(lines, "API reference:", seen)
         answering(f"{url}/healthz")
         wait_for(lines, "GET /healthz 200", seen)
-        httpx.get(f"{url}/v1/conversations/secret%20plan", timeout=10)
+        httpx.get(f"{url}/v1/conversations/secret%20plan", timeout=60)
         line = wait_for(lines, "/v1/conversations/", seen)
         assert "INFO memoro.http: GET /v1/conversations/{conversation_id} 404" in line
         assert " ms user " in line and "local" not in line.split("user")[-1]
@@ -207,11 +207,11 @@ def test_without_the_model_the_banner_says_keyword_only_and_the_log_stays_quiet(
         sent = httpx.post(
             f"{url}/v1/turns",
             json={"conversation": "c", "question": "ticket ZX-4411", "answer": "ok"},
-            timeout=10,
+            timeout=60,
         )
         assert sent.status_code < 300, sent.text
         deadline = time.monotonic() + 60
-        while not httpx.get(f"{url}/v1/search", params={"q": "ZX-4411"}, timeout=10).json()["hits"]:
+        while not httpx.get(f"{url}/v1/search", params={"q": "ZX-4411"}, timeout=60).json()["hits"]:
             assert time.monotonic() < deadline, "the turn was never found by keyword"
             time.sleep(0.05)
     seen += list(lines.queue)

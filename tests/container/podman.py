@@ -139,5 +139,5 @@ def run(
 
 
 def healthz(url: str) -> dict[str, Any]:
-    answer: dict[str, Any] = httpx.get(f"{url}/healthz", timeout=10).json()
+    answer: dict[str, Any] = httpx.get(f"{url}/healthz", timeout=60).json()
     return answer
