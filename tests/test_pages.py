@@ -287,7 +287,7 @@ def test_leaving_with_unsaved_edits_asks_first(page: Page, url: str) -> None:
     page.locator("#block").click()
     page.keyboard.type("an edit")
     page.close(run_before_unload=True)
-    deadline = datetime.now(UTC) + timedelta(seconds=10)
+    deadline = datetime.now(UTC) + timedelta(seconds=30)
     while not asked and datetime.now(UTC) < deadline:
         page.wait_for_timeout(50)
     assert asked == ["beforeunload"]
