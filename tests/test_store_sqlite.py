@@ -79,7 +79,7 @@ def test_memoro_serve_keeps_no_deleted_text_in_any_file_running_or_stopped(
         httpx.Client(
             base_url=f"http://127.0.0.1:{port}",
             headers={"Authorization": f"Bearer {token}"},
-            timeout=10,
+            timeout=60,
         ) as http,
     ):
         deadline = time.monotonic() + 60
@@ -96,6 +96,7 @@ def test_memoro_serve_keeps_no_deleted_text_in_any_file_running_or_stopped(
             turn = {"conversation": "gone", "question": f"WOMBAT-{i} note", "answer": "kept"}
             assert http.post("/v1/turns", json=turn).status_code == 201
         http.post("/v1/turns", json={"conversation": "stays", "question": "plain", "answer": "x"})
+        deadline = time.monotonic() + 60  # each wait its own: a loaded start took most of one
         while len(http.get("/v1/search", params={"q": "wombat note"}).json()["hits"]) != 3:
             assert time.monotonic() < deadline, "the turns were never indexed"
             time.sleep(0.05)
@@ -105,6 +106,7 @@ def test_memoro_serve_keeps_no_deleted_text_in_any_file_running_or_stopped(
         assert http.delete("/v1/conversations/gone").status_code == 204
         wal = tmp_path / "memoro.db-wal"
         # the purge commits, then checkpoints: the WAL is empty once it is done
+        deadline = time.monotonic() + 60
         while _count(tmp_path, "SELECT count(*) FROM jobs") or wal.stat().st_size:
             assert time.monotonic() < deadline, "the conversation was never purged"
             time.sleep(0.05)
