@@ -41,7 +41,8 @@ LAUNCH_TRIES = 3
 machine is the machine's doing."""
 
 # a loaded machine answers late, not wrongly: wait longer than Playwright's 5 s
-expect.set_options(timeout=15_000)
+# (an expectation returns as soon as it holds)
+expect.set_options(timeout=30_000)
 
 
 class Chromium:

@@ -340,7 +340,7 @@ def test_an_export_is_imported_from_the_conversations_page(
         page.set_input_files("#import-file", str(fixture))
         page.click("#import-start")
         expect(page.locator("#import-status")).to_contain_text(
-            "Imported 5 new turns from 3 conversations", timeout=20_000
+            "Imported 5 new turns from 3 conversations", timeout=60_000
         )
         expect(page.locator("#import-report")).to_contain_text("some_future_type (1)")
         expect(page.locator("#list")).to_contain_text("Trip to Lisbon")
@@ -348,7 +348,7 @@ def test_an_export_is_imported_from_the_conversations_page(
         # the same file again adds nothing
         page.click("#import-start")
         expect(page.locator("#import-status")).to_contain_text(
-            "Imported 0 new turns from 3 conversations (5 already there)", timeout=20_000
+            "Imported 0 new turns from 3 conversations (5 already there)", timeout=60_000
         )
     finally:
         service.worker.stop()
@@ -366,7 +366,7 @@ def test_a_file_that_is_no_export_is_explained_on_the_page(
         page.set_input_files("#import-file", str(notes))
         page.click("#import-start")
         expect(page.locator("#import-status")).to_contain_text(
-            "The import failed: cannot tell which export", timeout=20_000
+            "The import failed: cannot tell which export", timeout=60_000
         )
     finally:
         service.worker.stop()
@@ -401,7 +401,7 @@ def test_the_api_reference_renders_offline_with_every_operation(
     refused: list[str] = []
     page.on("console", lambda m: refused.append(m.text) if "Content Security" in m.text else None)
     page.goto(f"{url}/docs")
-    expect(page.locator(".opblock").first).to_be_visible(timeout=20_000)
+    expect(page.locator(".opblock").first).to_be_visible(timeout=60_000)
     text = page.locator("body").inner_text()
     for operation in ("/v1/memory", "/v1/search", "/v1/imports", "/mcp"):
         assert operation in text, operation

@@ -43,7 +43,7 @@ def service(tmp_path: Path, llm: ScriptedLLM) -> Iterator[Memoro]:
         llm_url=llm.openai_url,
         llm_model="scripted",
         llm_key="test",
-        review_timeout=20,
+        review_timeout=60,  # the model answers at once; a loaded machine may not
     )
     memoro = Memoro(SqliteStore(tmp_path / "memoro.db"), settings, embedder=None, worker=False)
     memoro.write_block(USER, BEFORE, writer="model")

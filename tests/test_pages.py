@@ -301,7 +301,7 @@ def test_leaving_without_edits_does_not_ask(page: Page, url: str) -> None:
     page.locator("#block").click()
     page.keyboard.type("x")
     page.keyboard.press("Backspace")  # back to what was loaded
-    with page.expect_event("close", timeout=10_000):
+    with page.expect_event("close", timeout=30_000):
         page.close(run_before_unload=True)
     assert asked == []
 
