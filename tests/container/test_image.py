@@ -43,10 +43,12 @@ def found(memory: MemoroClient, query: str, answer: str) -> bool:
 
 def stopped_cleanly(container: Container) -> None:
     """SIGTERM ends it at once (well before podman's SIGKILL), with exit
-    code 0 and no traceback."""
-    took = container.stop(grace=30)
+    code 0 and no traceback. Exit code 0 is what shows SIGTERM ended it
+    (SIGKILL's is 137); the time bound, well under the grace, only catches a
+    stop that waits, with room for podman itself on a loaded machine."""
+    took = container.stop(grace=60)
     logs = without_systemd(container.logs())
-    assert took < 15, f"{container.name} took {took:.1f} s to stop:\n{logs}"
+    assert took < 40, f"{container.name} took {took:.1f} s to stop:\n{logs}"
     assert container.exit_code() == 0, logs
     assert "Traceback" not in logs, logs
 
