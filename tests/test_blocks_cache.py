@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 
 from memoro.models import AuditRecord, Operation, StoredBlock, Writer
 from memoro.store.postgres import PostgresStore
-from memoro.store.postgres.blocks_cache import APPLICATION
+from memoro.store.postgres.blocks_cache import APPLICATION, digest
 from tests import postgres as pg
 
 WRITE = AuditRecord(Writer.USER, Operation.WRITE, (), ("x",), 0, 1)
@@ -150,6 +151,37 @@ def test_a_read_that_raced_a_write_is_not_kept(
     assert text(server.blocks.read("ann", slow_read)) == "old"
     assert server.prompt_block_now("ann") is None
     assert text(server.prompt_block("ann")) == "new"
+
+
+def test_a_notification_read_but_not_yet_handled_makes_a_miss(
+    stores: tuple[PostgresStore, PostgresStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the listener has taken a change's notification off its socket,
+    the socket shows nothing unread until the entry is dropped: a fetch in
+    between (a starved listener thread makes that seconds) must read the
+    database, not serve the old block. Here the drop is held to open that
+    window for sure."""
+    server, other = stores
+    write(other, "ann", "old")
+    assert cached(server, "ann") == "old"
+    taken, release = threading.Event(), threading.Event()
+    drop = server.blocks._drop
+
+    def held_drop(key: str) -> None:
+        if key == digest("ann"):
+            taken.set()
+            release.wait(60)
+        drop(key)
+
+    monkeypatch.setattr(server.blocks, "_drop", held_drop)
+    try:
+        write(other, "ann", "new")
+        assert taken.wait(60), "the notification never reached the listener"
+        assert server.prompt_block_now("ann") is None
+        assert text(server.prompt_block("ann")) == "new"
+    finally:
+        release.set()
+    assert cached(server, "ann") == "new"
 
 
 def test_a_lost_listener_never_leaves_a_stale_block(

@@ -17,8 +17,11 @@ Why a cached block is current:
   listening (starting, reconnecting, deaf, closed) nothing is cached or
   served from cache, and the cache is emptied each time it starts
   listening again;
-* a hit is served only while the listener's socket has nothing unread: a
-  notification already delivered but not yet handled makes it a miss;
+* a hit is served only while the listener's socket has nothing unread and
+  the listener holds nothing it has read but not yet handled (``_taking``):
+  a notification already delivered but not yet handled makes it a miss,
+  whether it still waits on the socket, was read off it along with the
+  listener's own ping, or is between being read and its entry dropped;
 * a block read from the database is kept only if no notification was
   handled while it was being read (``_epoch``), so a read that raced a
   write never puts the old text back;
@@ -86,6 +89,10 @@ class BlockCache:
         move may have raced a write."""
         self._socket: int | None = None
         """The listener's socket while it is listening, else None."""
+        self._taking = False
+        """Whether the listener may hold notifications it has read off the
+        socket and not handled yet (set before it reads, cleared once it
+        has handled all it read)."""
         self._heard_at = 0.0
         """When the listener last heard its own notification (monotonic)."""
         self._stop = threading.Event()
@@ -95,7 +102,12 @@ class BlockCache:
         """The user's block if it is known to be current, without waiting."""
         self._start()
         socket = self._socket
-        if socket is None or _unread(socket) or time.monotonic() > self._heard_at + 2 * HEARTBEAT:
+        if (
+            socket is None
+            or self._taking
+            or _unread(socket)
+            or time.monotonic() > self._heard_at + 2 * HEARTBEAT
+        ):
             return None
         key = digest(user_id)
         with self._lock:
@@ -175,14 +187,22 @@ class BlockCache:
         listener sends itself a notification and serves from the cache only
         while it hears it back: a connection that broke, or a pooler that
         moved the LISTEN to another session, turns the cache off."""
+        socket = conn.pgconn.socket
         try:
             while not self._stop.is_set():
                 ping = f"{_PING}{uuid.uuid4().hex}"
+                # the round trip may read others' notifications off the
+                # socket (psycopg keeps them for notifies()): taking from here
+                self._taking = True
                 conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, ping))
                 heard = False
                 until = time.monotonic() + HEARTBEAT
                 while time.monotonic() < until and not self._stop.is_set():
-                    for note in conn.notifies(timeout=_WAKE):
+                    if not self._taking:
+                        if not select.select([socket], [], [], _WAKE)[0]:
+                            continue
+                        self._taking = True  # before the bytes leave the socket
+                    for note in conn.notifies(timeout=0):  # what was read, without waiting
                         if note.payload == ping:
                             heard = True
                             self._heard_at = time.monotonic()
@@ -190,10 +210,12 @@ class BlockCache:
                                 self._listening(conn.pgconn.socket)
                         elif not note.payload.startswith(_PING):
                             self._drop(note.payload)
+                    self._taking = False
                 if not heard and not self._stop.is_set():
                     raise _Deaf(f"its own notification did not arrive within {HEARTBEAT:g} s")
         finally:
             self._listening(None)
+            self._taking = False
 
 
 class _Deaf(Exception):
