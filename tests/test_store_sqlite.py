@@ -181,13 +181,16 @@ def test_a_checkpoint_meeting_another_ones_waits_for_it_and_truncates(
     writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     writer.execute("BEGIN IMMEDIATE")  # holds the write lock
     other = sqlite3.connect(path, isolation_level=None, timeout=30, check_same_thread=False)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
+    committed = threading.Event()
 
     def checkpoint_waiting_for_the_writer() -> None:
-        while time.monotonic() < deadline:  # refused at once while the probe's runs: again
-            started = time.monotonic()
+        # refused at once while the probe's runs: again, until it has waited
+        # for the writer (not judged by how long it took: a thread on a
+        # loaded machine can take half a second over a refusal too)
+        while time.monotonic() < deadline:
             busy = other.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-            if not busy or time.monotonic() - started > 0.5:
+            if not busy or committed.is_set():
                 return
 
     waiting = threading.Thread(target=checkpoint_waiting_for_the_writer)
@@ -204,6 +207,7 @@ def test_a_checkpoint_meeting_another_ones_waits_for_it_and_truncates(
             assert time.monotonic() < deadline, "the checkpoint neither ended nor tried again"
             time.sleep(0.01)
         writer.execute("COMMIT")  # the other checkpoint goes on, then this one
+        committed.set()
         mine.join(30)
         waiting.join(30)
     assert result == [True]
