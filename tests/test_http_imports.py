@@ -289,16 +289,23 @@ def test_one_user_may_have_only_so_many_uploads_arriving_at_once(tmp_path: Path)
     service = _service(tmp_path, import_uploads=2)
     with running(service, TOKEN) as url:
         held = [_start_upload(url, "ann", b"[") for _ in range(2)]
+        # both held uploads have begun arriving before the third is sent: a
+        # third sent while a held one's part was still on its way was taken
+        # first, and that held upload got the 429 instead (seen on a loaded
+        # machine: the test then waited for a 429 that never came)
+        deadline = time.monotonic() + 60
+        while service._arriving.get("ann", 0) < 2:
+            assert time.monotonic() < deadline, "the held uploads never began"
+            time.sleep(0.01)
         with client(url, "ann") as ann, client(url, "bob") as bob:
-            deadline = time.monotonic() + 60
-            while (third := upload(ann, FIXTURES / "claude-conversations.json")).status_code != 429:
-                assert third.status_code == 202 and time.monotonic() < deadline, third.text
-                time.sleep(0.05)  # the held uploads' parts may still be on their way
+            third = upload(ann, FIXTURES / "claude-conversations.json")
+            assert third.status_code == 429, third.text
             assert third.json()["error"]["code"] == "busy"
             assert "2 uploads of yours are arriving already" in third.json()["error"]["message"]
             assert upload(bob, FIXTURES / "claude-conversations.json").status_code == 202
             for sock in held:
                 sock.close()  # the client goes away: those uploads are dropped
+            deadline = time.monotonic() + 60
             while (again := upload(ann, FIXTURES / "claude-conversations.json")).status_code != 202:
                 assert again.status_code == 429 and time.monotonic() < deadline, again.text
                 time.sleep(0.05)
