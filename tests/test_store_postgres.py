@@ -645,7 +645,9 @@ def test_a_database_restart_is_survived_and_an_outage_is_a_503(
 
     data = pg_data
     with local_postgres.running(data) as server:
-        store = PostgresStore(server.app, timeout=1.0)
+        # a short pool timeout makes the outage below answer soon; 3 s, not
+        # 1, leaves a loaded machine time to replace the broken connection
+        store = PostgresStore(server.app, timeout=3.0)
         memoro = Memoro(store, Settings(home=tmp_path), embedder=None, worker=False)
         memoro.write_block("ann", "Name: Ann", writer="user")
     with local_postgres.running(data):  # the same data, a new server process
