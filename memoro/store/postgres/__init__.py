@@ -39,7 +39,7 @@ from memoro.store.postgres.health import PgHealth
 from memoro.store.postgres.history import PgHistory
 from memoro.store.postgres.jobs import PgJobs
 from memoro.store.postgres.search import PgSearch
-from memoro.store.postgres.source import PgSnapshot, changes, in_one_round_trip
+from memoro.store.postgres.source import PgSnapshot, changes, in_one_round_trip, snapshot
 from memoro.store.reviews import SqlReviews
 from memoro.store.uploads import SqlUploads
 from memoro.store.users import SqlUsers
@@ -173,14 +173,9 @@ class PostgresStore(
             raise StoreError(f"PostgreSQL is unavailable: {exc}") from exc
 
     @contextmanager
-    def transaction(
-        self, user_id: str, *, snapshot: bool = False
-    ) -> Iterator[psycopg.Connection[dict[str, Any]]]:
-        """A transaction that sees only ``user_id``'s rows; with
-        ``snapshot``, read-only and reading one snapshot throughout."""
+    def transaction(self, user_id: str) -> Iterator[psycopg.Connection[dict[str, Any]]]:
+        """A transaction that sees only ``user_id``'s rows."""
         with self.connection() as conn, conn.transaction():
-            if snapshot:
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             conn.execute("SELECT set_config('memoro.user_id', %s, true)", (user_id,))
             yield conn
 
@@ -223,8 +218,8 @@ class PostgresStore(
     def _snapshot(self, user_id: str) -> Iterator[PgSnapshot]:
         """One read-only snapshot of ``user_id``'s rows (the in-memory
         indexes read a generation and rows that agree)."""
-        with self.transaction(user_id, snapshot=True) as conn:
-            yield PgSnapshot(conn, user_id)
+        with self.connection() as conn, snapshot(conn, user_id) as rows:
+            yield rows
 
     def _changes_since(self, user_id: str, since: Since) -> Changes:
         """What a cached user gained since ``since``, in one round trip."""

@@ -27,7 +27,6 @@ log = logging.getLogger("memoro.store")
 _FETCH = 4096
 """Rows (and vectors) decoded at a time while loading, to bound the peak."""
 
-_SPLIT = "substr(c.terms, 1, length(c.terms) / 3 * 2), substr(c.terms, length(c.terms) / 3 * 2 + 1)"
 
 _HEADER = 19
 """COPY BINARY's signature, flags and (empty) header extension."""
@@ -57,10 +56,17 @@ def _record(dim: int) -> np.dtype[Any]:
 
 
 class PgSnapshot:
-    """Reads of one user in one read-only snapshot."""
+    """Reads of one user in one read-only snapshot. What a snapshot answers
+    once it answers again without asking: the generation, and which saved
+    copies there are (none for a typical user, whose first search then
+    asks nothing more about them)."""
 
     def __init__(self, conn: psycopg.Connection[Any], user_id: str) -> None:
         self._conn, self._user = conn, user_id
+        self._generation: int | None = None
+        self._copies: bool | None = None
+        """Whether this role may read saved copies, with the generation."""
+        self._kinds: set[str] | None = None
 
     def _rows(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
         with self._conn.cursor(row_factory=tuple_row, binary=True) as cursor:
@@ -71,39 +77,53 @@ class PgSnapshot:
         return int(rows[0][0])
 
     def generation(self) -> int:
-        rows = self._rows("SELECT generation FROM history_users WHERE user_id = %s", (self._user,))
-        return int(rows[0][0]) if rows else 0
+        if self._generation is None:
+            with self._conn.cursor(row_factory=tuple_row, binary=True) as cursor:
+                self._know(cursor.execute(_GENERATION, (self._user,)))
+        assert self._generation is not None
+        return self._generation
+
+    def _know(self, cursor: psycopg.Cursor[Any]) -> None:
+        row = cursor.fetchone()
+        assert row is not None
+        self._generation = int(row[0] or 0)
+        self._copies = bool(row[1])
 
     def turns(self) -> tuple[list[tuple[int, str, int]], set[str]]:
-        hidden = self._rows(
-            "SELECT id FROM conversations WHERE user_id = %s AND deleted_at IS NOT NULL",
-            (self._user,),
-        )
-        turns = self._rows(
-            "SELECT id, conversation_id, seq FROM turns WHERE user_id = %s", (self._user,)
-        )
-        return [(t[0], t[1], t[2]) for t in turns], {r[0] for r in hidden}
+        with (
+            self._conn.cursor(row_factory=tuple_row, binary=True) as hidden,
+            self._conn.cursor(row_factory=tuple_row, binary=True) as turns,
+        ):
+            with self._conn.pipeline():  # both in one round trip
+                hidden.execute(
+                    "SELECT id FROM conversations WHERE user_id = %s AND deleted_at IS NOT NULL",
+                    (self._user,),
+                )
+                turns.execute(
+                    "SELECT id, conversation_id, seq FROM turns WHERE user_id = %s", (self._user,)
+                )
+            return [(t[0], t[1], t[2]) for t in turns.fetchall()], {r[0] for r in hidden.fetchall()}
 
     def chunks(self) -> Iterator[ChunkRows]:
-        with self._conn.cursor("memoro_chunks", row_factory=tuple_row, binary=True) as cursor:
-            cursor.execute(
-                f"SELECT c.id, c.turn_id, {_SPLIT}, c.length, c.question_length FROM chunks c"
-                " WHERE c.user_id = %s",
-                (self._user,),
+        # pages by id: a typical user's come in one statement, a large
+        # user's a page at a time (a bounded peak, as a cursor would give,
+        # without declaring one)
+        after = 0
+        while True:
+            rows = self._rows(
+                "SELECT c.id, c.turn_id, c.terms, c.length, c.question_length FROM chunks c"
+                " WHERE c.user_id = %s AND c.id > %s ORDER BY c.id LIMIT %s",
+                (self._user, after, _FETCH),
             )
-            while rows := cursor.fetchmany(_FETCH):
-                yield ChunkRows.of(rows)
+            if rows:
+                yield _chunk_rows(rows)
+            if len(rows) < _FETCH:
+                return
+            after = rows[-1][0]
 
     def new_chunks(self, after: int) -> ChunkRows:
-        rows = self._rows(
-            f"SELECT c.id, c.turn_id, {_SPLIT}, c.length, c.question_length, t.conversation_id,"
-            " t.seq FROM chunks c"
-            " JOIN turns t ON t.user_id = c.user_id AND t.id = c.turn_id"
-            " JOIN conversations cv ON cv.user_id = t.user_id AND cv.id = t.conversation_id"
-            " WHERE c.user_id = %s AND c.id > %s AND cv.deleted_at IS NULL ORDER BY c.id",
-            (self._user, after),
-        )
-        return ChunkRows.of(rows) if rows else ChunkRows.none()
+        rows = self._rows(_NEW_CHUNKS, (self._user, after))
+        return _chunk_rows(rows) if rows else ChunkRows.none()
 
     def vectors(self, model: str, after: int) -> Iterator[VectorRows]:
         # a deletion removes the conversation's vectors in its transaction,
@@ -133,19 +153,26 @@ class PgSnapshot:
                 raise ValueError("vectors of one model differ in dimension")
 
     def saved(self, kind: str) -> bytes | None:
-        try:
-            with self._conn.transaction():  # a savepoint: a refusal leaves the read usable
-                rows = self._rows(
-                    "SELECT s.data FROM search_indexes s JOIN history_users h"
-                    " ON h.user_id = s.user_id AND h.generation = s.generation"
-                    " WHERE s.user_id = %s AND s.kind = %s ORDER BY s.part",
-                    (self._user, kind),
-                )
-        except psycopg.errors.InsufficientPrivilege as exc:
-            log.warning(
-                "saved search indexes are not readable (%s): grant the roles the table", exc
-            )
+        self.generation()
+        if not self._copies:
+            log.warning("saved search indexes are not readable: grant the roles the table")
             return None
+        if self._kinds is None:
+            rows = self._rows(
+                "SELECT s.kind FROM search_indexes s JOIN history_users h"
+                " ON h.user_id = s.user_id AND h.generation = s.generation"
+                " WHERE s.user_id = %s AND s.part = 0",
+                (self._user,),
+            )
+            self._kinds = {r[0] for r in rows}
+        if kind not in self._kinds:
+            return None
+        rows = self._rows(
+            "SELECT s.data FROM search_indexes s JOIN history_users h"
+            " ON h.user_id = s.user_id AND h.generation = s.generation"
+            " WHERE s.user_id = %s AND s.kind = %s ORDER BY s.part",
+            (self._user, kind),
+        )
         return b"".join(r[0] for r in rows) or None
 
     def vector_model(self) -> str | None:
@@ -153,8 +180,39 @@ class PgSnapshot:
         return rows[0][0] if rows else None
 
 
+_GENERATION = (
+    "SELECT (SELECT generation FROM history_users WHERE user_id = %s),"
+    " has_table_privilege('search_indexes', 'SELECT')"
+)
+"""The user's generation, and whether this role may read saved copies:
+asked first, so that reading a copy never fails inside the snapshot (nor
+needs a savepoint around it)."""
+
+
+@contextmanager
+def snapshot(conn: psycopg.Connection[Any], user_id: str) -> Iterator[PgSnapshot]:
+    """A read-only REPEATABLE READ transaction under ``user_id``'s row-level
+    security, begun in one round trip together with the first thing every
+    reading of it asks (the generation)."""
+    conn.autocommit = True  # the transaction is spelt out
+    try:
+        rows = PgSnapshot(conn, user_id)
+        with conn.cursor(row_factory=tuple_row, binary=True) as cursor:
+            with conn.pipeline():
+                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                conn.execute("SELECT set_config('memoro.user_id', %s, true)", (user_id,))
+                cursor.execute(_GENERATION, (user_id,))
+            rows._know(cursor)
+        yield rows
+        conn.execute("COMMIT")
+    finally:
+        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            conn.execute("ROLLBACK")
+        conn.autocommit = False
+
+
 _NEW_CHUNKS = (
-    f"SELECT c.id, c.turn_id, {_SPLIT}, c.length, c.question_length, t.conversation_id,"
+    "SELECT c.id, c.turn_id, c.terms, c.length, c.question_length, t.conversation_id,"
     " t.seq FROM chunks c"
     " JOIN turns t ON t.user_id = c.user_id AND t.id = c.turn_id"
     " JOIN conversations cv ON cv.user_id = t.user_id AND cv.id = t.conversation_id"
@@ -206,8 +264,27 @@ def changes(conn: psycopg.Connection[Any], user_id: str, since: Since) -> Change
         cursor.close()
     return Changes(
         int(found[0][0]) if found else 0,
-        ChunkRows.of(chunks) if chunks else ChunkRows.none(),
+        _chunk_rows(chunks) if chunks else ChunkRows.none(),
         [_vector_rows(vectors)] if vectors else [],
+    )
+
+
+def _chunk_rows(rows: list[tuple[Any, ...]]) -> ChunkRows:
+    """Rows of (id, turn id, packed terms, length, question length[,
+    conversation id, seq]) as ``ChunkRows``: the packed terms are split
+    here, not in SQL, where each half would read the value from its TOAST
+    table again (a chunk's terms are stored out of line)."""
+    ids, turns, packed, lengths, asked, *place = (list(c) for c in zip(*rows, strict=True))
+    cuts = [len(p) // 3 * 2 for p in packed]
+    places = list(zip(place[0], place[1], strict=True)) if place else []
+    return ChunkRows(
+        ids,
+        turns,
+        [p[:k] for p, k in zip(packed, cuts, strict=True)],
+        [p[k:] for p, k in zip(packed, cuts, strict=True)],
+        lengths,
+        asked,
+        places,
     )
 
 
