@@ -162,3 +162,26 @@ def test_a_log_named_on_its_own_may_still_be_a_link_anywhere(
         (found,) = follow(memoro, "ann", follower)
     assert found.tally.imported == 1
     assert os.path.islink(named)
+
+
+def test_a_link_gone_while_the_look_resolves_it_is_passed_over(
+    memoro: Memoro, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A link removed between its lstat and its readlink (the racing
+    writer again) made the look itself fail with a traceback that ended
+    the watcher; it is passed over, the next look sees what is there."""
+    logs, outside, project = folders(tmp_path)
+    (logs / "again.jsonl").symlink_to(project / "s.jsonl")
+    (logs / "theirs").symlink_to(outside)
+
+    def gone(path: Any, *args: Any, **kwargs: Any) -> str:
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+
+    with following.Follower([logs], tmp_path / "state") as follower:
+        monkeypatch.setattr(os, "readlink", gone)
+        (found,) = follow(memoro, "ann", follower)
+        monkeypatch.undo()
+        assert (found.path, found.tally.imported) == (project / "s.jsonl", 1)
+        (said,) = follow(memoro, "ann", follower)  # the link out, seen whole now
+        assert said.path == logs / "theirs" and "not followed" in said.refused
+    assert stored(memoro, "ann") == [("My question", "About My question.")]

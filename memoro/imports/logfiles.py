@@ -272,15 +272,19 @@ def scan(root: Path) -> tuple[list[Found], list[Refused]]:
     link to anywhere."""
     if not root.is_dir():
         one = _check(root, None)
-        return ([one], []) if isinstance(one, Found) else ([], [one])
-    inside = os.path.realpath(root)
+        return ([one], []) if isinstance(one, Found) else ([], [] if one is None else [one])
+    inside = _resolved(root)
+    if inside is None:
+        return [], []
     logs: dict[tuple[int, int], tuple[float, str, Found]] = {}
     refused: list[Refused] = []
     for folder, dirs, files in os.walk(root):
         dirs.sort()
         for name in dirs:  # never walked into (a link inside leads where the walk goes anyway)
             link = Path(folder) / name
-            real = os.path.realpath(link)
+            real = _resolved(link)
+            if real is None:
+                continue  # changed while looked at: the next look sees it
             if link.is_symlink() and os.path.commonpath([inside, real]) != inside:
                 refused.append(
                     Refused(link, f"a link to the folder {real}, outside {inside}: not followed")
@@ -289,6 +293,8 @@ def scan(root: Path) -> tuple[list[Found], list[Refused]]:
             if not _LOG.search(name):
                 continue
             checked = _check(Path(folder) / name, inside)
+            if checked is None:
+                continue  # changed while looked at: the next look sees it
             if isinstance(checked, Refused):
                 refused.append(checked)
                 continue
@@ -311,7 +317,7 @@ def log_files(root: Path) -> list[Path]:
     return [found.path for found in scan(root)[0]]
 
 
-def _check(path: Path, inside: str | None) -> Found | Refused:
+def _check(path: Path, inside: str | None) -> Found | Refused | None:
     try:
         seen = path.lstat()
     except OSError:
@@ -320,7 +326,9 @@ def _check(path: Path, inside: str | None) -> Found | Refused:
         return Found(path, path)
     if not stat.S_ISLNK(seen.st_mode):
         return Refused(path, f"not a regular file but {_kind(seen.st_mode)}: not read")
-    real = os.path.realpath(path)
+    real = _resolved(path)
+    if real is None:
+        return None
     if inside is not None and os.path.commonpath([inside, real]) != inside:
         return Refused(path, f"a link to {real}, outside {inside}: not followed")
     try:
@@ -330,6 +338,15 @@ def _check(path: Path, inside: str | None) -> Found | Refused:
     if not stat.S_ISREG(target.st_mode):
         return Refused(path, f"a link to {_kind(target.st_mode)} ({real}): not read")
     return Found(path, Path(real))
+
+
+def _resolved(path: Path) -> str | None:
+    """Where ``path`` leads, every link resolved; None when a link on it
+    went away while it was being resolved (the folder is changing)."""
+    try:
+        return os.path.realpath(path)
+    except OSError:  # os.readlink of a link removed since its lstat
+        return None
 
 
 def _kind(mode: int) -> str:
