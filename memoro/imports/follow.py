@@ -226,20 +226,21 @@ class Follower:
 
     def _look(self, found: Found, store: Store, stop: Callable[[], bool]) -> Imported | None:
         key = str(found.path)
+        followed = self.followed.get(key)
+        now = self.clock()
+        seen = None if followed is None else self._reading.get(key) or followed
         try:
-            stat = stat_log(found)
+            # most logs have not changed: seen by their path at the cost of one stat
+            if seen is not None and _unchanged(seen, os.stat(found.real), now):
+                return None
+            stat = stat_log(found)  # the file read, reached through no link
         except Moved:
             raise
         except OSError:
             return None
-        followed = self.followed.get(key)
-        now = self.clock()
         note = ""
-        if followed is not None:
-            seen = self._reading.get(key) or followed
-            if (seen.size, seen.modified) == (stat.st_size, stat.st_mtime_ns) and (
-                seen.due is None or now < seen.due
-            ):
+        if followed is not None and seen is not None:
+            if _unchanged(seen, stat, now):
                 return None
             if (followed.device, followed.inode) != (stat.st_dev, stat.st_ino):
                 note = "another file at its path: read from its start"
@@ -378,6 +379,13 @@ class Follower:
         self._reading.pop(path, None)
         with contextlib.suppress(FileNotFoundError):
             self._file(path).unlink()
+
+
+def _unchanged(seen: Followed | _Reading, stat: os.stat_result, now: float) -> bool:
+    """Nothing to read: the same size and change time, and no open turn due."""
+    return (seen.size, seen.modified) == (stat.st_size, stat.st_mtime_ns) and (
+        seen.due is None or now < seen.due
+    )
 
 
 def _under(path: str, roots: Sequence[Path]) -> bool:
