@@ -98,7 +98,7 @@ class Transfers:
     def import_file(
         self,
         user_id: str,
-        file: str | Path | IO[bytes],
+        file: str | Path | IO[bytes] | Source,
         *,
         format: str = "auto",
         progress: Callable[[int, int], None] | None = None,
@@ -121,7 +121,10 @@ class Transfers:
         if format not in imports.FORMATS:
             raise InvalidInput(f"format must be one of {', '.join(imports.FORMATS)}")
         epoch = self.store.user_epoch(user_id) if epoch is None else epoch
-        source = Source.open(file) if isinstance(file, str | Path) else Source(file)
+        if isinstance(file, Source):  # opened already (a log found in a folder: see logfiles)
+            source = file
+        else:
+            source = Source.open(file) if isinstance(file, str | Path) else Source(file)
         with source, cancelled_by_erase(user_id, "import"):
             if format == "auto":
                 format = imports.detect(source)

@@ -5,6 +5,7 @@ writes everything memoro holds about a user."""
 from __future__ import annotations
 
 import io
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -18,9 +19,10 @@ from memoro.cli._progress import Progress, plural
 from memoro.cli.history import index_own, no_index_option, quiet_option
 from memoro.errors import InvalidInput
 from memoro.imports import FORMATS, SESSION_LOGS
-from memoro.imports.logfiles import open_log, scan
+from memoro.imports.logfiles import Found, Moved, open_log, scan, stat_log
 from memoro.imports.model import ImportReport, Tally
 from memoro.imports.sessions import sniff
+from memoro.imports.source import Source
 from memoro.service import Memoro
 from memoro.transfer import cancelled_by_erase
 
@@ -117,30 +119,16 @@ def _import_folder(
             f"a folder is read as session logs: --format {', '.join(('auto', *SESSION_LOGS))}"
         )
     logs, refused = scan(folder)
-    files = [log.real for log in logs]
     tally = Tally()
     for out in refused:  # FIFOs, devices, links out of the folder
         tally.fail(str(out.path), out.why)
     formats: Counter[str] = Counter()
-    size_mb = max(sum(_size(f) for f in files) // 2**20, 1)
+    size_mb = max(sum(_size(log) for log in logs) // 2**20, 1)
     done = 0
     try:
         with Progress(size_mb, "Reading", "MB", quiet=quiet) as bar:
-            for path in files:
-                found, untold = _log_format(path)
-                if untold is not None:
-                    tally.fail(str(path), f"{untold}: not read")
-                elif found is None or fmt not in ("auto", found):
-                    tally.skipped[
-                        f"files that are no {fmt if fmt != 'auto' else 'session'} log"
-                    ] += 1
-                else:
-                    try:
-                        tally.add(memoro.import_file(user, path, format=found, epoch=epoch).tally)
-                        formats[found] += 1
-                    except InvalidInput as exc:
-                        tally.fail(str(path), str(exc))
-                done += _size(path)
+            for log in logs:
+                done += _import_log(memoro, user, log, fmt, epoch, tally, formats)
                 bar.update(done // 2**20)
     except KeyboardInterrupt:
         click.echo(
@@ -154,19 +142,49 @@ def _import_folder(
     return ImportReport(", ".join(formats), tally)
 
 
-def _log_format(path: Path) -> tuple[str | None, str | None]:
-    """The log's host, and why it has none when that is worth saying."""
+def _import_log(
+    memoro: Memoro,
+    user: str,
+    log: Found,
+    fmt: str,
+    epoch: int,
+    tally: Tally,
+    formats: Counter[str],
+) -> int:
+    """One log found in the folder, told and read through one opening (the
+    file told is the file read); its size."""
+    path = str(log.real)
+    no_log = f"files that are no {fmt if fmt != 'auto' else 'session'} log"
     try:
-        with open_log(path) as file:
-            sniffed = sniff(file)
-    except OSError:
-        return None, None
-    return sniffed.host, sniffed.untold()
+        file = open_log(log)
+    except Moved as exc:  # swapped for a link since the folder was looked at
+        tally.fail(path, str(exc))
+        return 0
+    except OSError:  # gone, or no regular file any more
+        tally.skipped[no_log] += 1
+        return 0
+    with file:
+        size = os.fstat(file.fileno()).st_size
+        sniffed = sniff(file)
+        host, untold = sniffed.host, sniffed.untold()
+        if untold is not None:
+            tally.fail(path, f"{untold}: not read")
+        elif host is None or fmt not in ("auto", host):
+            tally.skipped[no_log] += 1
+        else:
+            file.seek(0)
+            source = Source.on_disk(file, log.real.name)
+            try:
+                tally.add(memoro.import_file(user, source, format=host, epoch=epoch).tally)
+                formats[host] += 1
+            except InvalidInput as exc:
+                tally.fail(path, str(exc))
+    return size
 
 
-def _size(path: Path) -> int:
+def _size(log: Found) -> int:
     try:
-        return path.stat().st_size
+        return stat_log(log).st_size
     except OSError:
         return 0
 

@@ -30,7 +30,7 @@ from typing import IO, Any
 from memoro.errors import ConfigError
 from memoro.imports.claude_code import ClaudeCodeLog
 from memoro.imports.codex import CodexLog
-from memoro.imports.logfiles import Found, Skim, open_log, scan
+from memoro.imports.logfiles import Found, Moved, Skim, open_log, scan, stat_log
 from memoro.imports.model import ImportedConversation, Tally
 from memoro.imports.saved_state import damage
 from memoro.imports.sessions import (
@@ -202,7 +202,13 @@ class Follower:
                 if stop():
                     return
                 present.add(str(found.path))
-                imported = self._look(found, store, stop)
+                try:
+                    imported = self._look(found, store, stop)
+                except Moved as exc:  # swapped for a link since the scan: said once, left
+                    refused[str(found.path)] = str(exc)
+                    if self._refused.get(str(found.path)) != str(exc):
+                        yield Imported(found.path, "", [], Tally(), refused=str(exc))
+                    continue
                 if imported is not None:
                     yield imported
         self._refused = refused
@@ -220,18 +226,21 @@ class Follower:
 
     def _look(self, found: Found, store: Store, stop: Callable[[], bool]) -> Imported | None:
         key = str(found.path)
-        try:
-            stat = os.stat(found.real)
-        except OSError:
-            return None
         followed = self.followed.get(key)
         now = self.clock()
+        seen = None if followed is None else self._reading.get(key) or followed
+        try:
+            # most logs have not changed: seen by their path at the cost of one stat
+            if seen is not None and _unchanged(seen, os.stat(found.real), now):
+                return None
+            stat = stat_log(found)  # the file read, reached through no link
+        except Moved:
+            raise
+        except OSError:
+            return None
         note = ""
-        if followed is not None:
-            seen = self._reading.get(key) or followed
-            if (seen.size, seen.modified) == (stat.st_size, stat.st_mtime_ns) and (
-                seen.due is None or now < seen.due
-            ):
+        if followed is not None and seen is not None:
+            if _unchanged(seen, stat, now):
                 return None
             if (followed.device, followed.inode) != (stat.st_dev, stat.st_ino):
                 note = "another file at its path: read from its start"
@@ -255,6 +264,8 @@ class Follower:
             return None
         try:
             return self._read(found, followed, stat, now, note, store, stop)
+        except Moved:
+            raise  # before anything was read: what is being read stays as it is
         except BaseException:
             self._reading.pop(key, None)  # read on from the saved state next time
             raise
@@ -285,7 +296,9 @@ class Follower:
         quiet = max(now - stat.st_mtime, 0.0)
         read = 0
         try:
-            file = open_log(found.real)
+            file = open_log(found)
+        except Moved:
+            raise
         except OSError:
             return None  # gone, or no regular file any more: looked at again next time
         with file:
@@ -368,6 +381,13 @@ class Follower:
             self._file(path).unlink()
 
 
+def _unchanged(seen: Followed | _Reading, stat: os.stat_result, now: float) -> bool:
+    """Nothing to read: the same size and change time, and no open turn due."""
+    return (seen.size, seen.modified) == (stat.st_size, stat.st_mtime_ns) and (
+        seen.due is None or now < seen.due
+    )
+
+
 def _under(path: str, roots: Sequence[Path]) -> bool:
     return any(path == str(root) or path.startswith(str(root) + os.sep) for root in roots)
 
@@ -378,8 +398,10 @@ def _digest(data: bytes) -> str:
 
 def _head(found: Found, size: int) -> str:
     try:
-        with open_log(found.real) as file:
+        with open_log(found) as file:
             return _digest(file.read(size))
+    except Moved:
+        raise
     except OSError:
         return ""
 
@@ -388,8 +410,10 @@ def _detect(found: Found, modified: float, now: float) -> tuple[str | None, str 
     """The log's format; "" when it is no session log; None when too little
     of it is written yet to tell. And why it is none, when worth saying."""
     try:
-        with open_log(found.real) as file:
+        with open_log(found) as file:
             sniffed = sniff(file)
+    except Moved:
+        raise
     except OSError:
         return None, None
     if sniffed.host is not None:

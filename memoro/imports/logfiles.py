@@ -3,18 +3,22 @@ logs to read, opening one without ever blocking, and reading its lines with
 a bound. Only regular files are read (a FIFO named ``*.jsonl`` would hang
 ``open`` forever, a device never ends); a link is followed only to a
 regular file inside the folder watched (else it would import another
-account's logs as this user's); a line longer than ``MAX_LINE_BYTES`` is
-read past in pieces and reported, never held whole, what it says at its top
-level (its type, its ids: short values) kept as it goes by (``Skim``), so
-that a log whose entries link to one another keeps its links."""
+account's logs as this user's), and a log found in a folder is opened from
+that folder one name at a time, through no link (a folder on its way
+swapped for a link after the look would lead out of it); a line longer
+than ``MAX_LINE_BYTES`` is read past in pieces and reported, never held
+whole, what it says at its top level (its type, its ids: short values)
+kept as it goes by (``Skim``), so that a log whose entries link to one
+another keeps its links."""
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -245,6 +249,11 @@ class Found:
 
     path: Path
     real: Path
+    folder: str | None = None
+    """The folder searched (links resolved) when the file was found in
+    one: the file is opened from there, through no link."""
+    within: tuple[str, ...] = ()
+    """The way from ``folder`` to ``real``, one name a level."""
 
 
 @dataclass(frozen=True)
@@ -263,15 +272,19 @@ def scan(root: Path) -> tuple[list[Found], list[Refused]]:
     link to anywhere."""
     if not root.is_dir():
         one = _check(root, None)
-        return ([one], []) if isinstance(one, Found) else ([], [one])
-    inside = os.path.realpath(root)
+        return ([one], []) if isinstance(one, Found) else ([], [] if one is None else [one])
+    inside = _resolved(root)
+    if inside is None:
+        return [], []
     logs: dict[tuple[int, int], tuple[float, str, Found]] = {}
     refused: list[Refused] = []
     for folder, dirs, files in os.walk(root):
         dirs.sort()
         for name in dirs:  # never walked into (a link inside leads where the walk goes anyway)
             link = Path(folder) / name
-            real = os.path.realpath(link)
+            real = _resolved(link)
+            if real is None:
+                continue  # changed while looked at: the next look sees it
             if link.is_symlink() and os.path.commonpath([inside, real]) != inside:
                 refused.append(
                     Refused(link, f"a link to the folder {real}, outside {inside}: not followed")
@@ -280,9 +293,14 @@ def scan(root: Path) -> tuple[list[Found], list[Refused]]:
             if not _LOG.search(name):
                 continue
             checked = _check(Path(folder) / name, inside)
+            if checked is None:
+                continue  # changed while looked at: the next look sees it
             if isinstance(checked, Refused):
                 refused.append(checked)
                 continue
+            # the way to it as the walk saw it (no link on it), or to the file a link leads to
+            way = os.path.relpath(checked.real, inside if checked.real != checked.path else root)
+            checked = replace(checked, folder=inside, within=tuple(way.split(os.sep)))
             try:
                 seen = os.stat(checked.real)
             except OSError:
@@ -299,7 +317,7 @@ def log_files(root: Path) -> list[Path]:
     return [found.path for found in scan(root)[0]]
 
 
-def _check(path: Path, inside: str | None) -> Found | Refused:
+def _check(path: Path, inside: str | None) -> Found | Refused | None:
     try:
         seen = path.lstat()
     except OSError:
@@ -308,7 +326,9 @@ def _check(path: Path, inside: str | None) -> Found | Refused:
         return Found(path, path)
     if not stat.S_ISLNK(seen.st_mode):
         return Refused(path, f"not a regular file but {_kind(seen.st_mode)}: not read")
-    real = os.path.realpath(path)
+    real = _resolved(path)
+    if real is None:
+        return None
     if inside is not None and os.path.commonpath([inside, real]) != inside:
         return Refused(path, f"a link to {real}, outside {inside}: not followed")
     try:
@@ -318,6 +338,15 @@ def _check(path: Path, inside: str | None) -> Found | Refused:
     if not stat.S_ISREG(target.st_mode):
         return Refused(path, f"a link to {_kind(target.st_mode)} ({real}): not read")
     return Found(path, Path(real))
+
+
+def _resolved(path: Path) -> str | None:
+    """Where ``path`` leads, every link resolved; None when a link on it
+    went away while it was being resolved (the folder is changing)."""
+    try:
+        return os.path.realpath(path)
+    except OSError:  # os.readlink of a link removed since its lstat
+        return None
 
 
 def _kind(mode: int) -> str:
@@ -336,17 +365,104 @@ class NotRegular(OSError):
     """What was opened is no regular file (any more)."""
 
 
-def open_log(path: Path) -> IO[bytes]:
-    """``path`` opened for reading without blocking (a FIFO put there
-    since the folder was looked at opens at once, and is refused), never
-    through a link; NotRegular unless it is a regular file."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(path, flags)
+class Moved(OSError):
+    """A folder on a log's way from the folder searched, or the log itself,
+    is a link now: it changed since the folder was looked at."""
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIRECTORY = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _NONBLOCK | _CLOEXEC
+_FILE = os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC
+_STEPWISE = os.open in os.supports_dir_fd and os.stat in os.supports_dir_fd
+"""Opening relative to a folder's descriptor (Linux, macOS, the BSDs; not
+Windows, where the file is opened by its path)."""
+
+
+def open_log(found: Found) -> IO[bytes]:
+    """The log opened for reading without blocking (a FIFO put there since
+    the folder was looked at opens at once, and is refused) and never
+    through a link: from the folder it was found in, one name at a time, so
+    that no folder on its way swapped for a link since leads out of it.
+    NotRegular unless it is a regular file; Moved when a link is met."""
+    if found.folder is None or not _STEPWISE:  # named on its own, or no way to go stepwise
+        fd = os.open(found.real, _FILE)
+    else:
+        parent = _parent(found)
+        try:
+            fd = os.open(found.within[-1], _FILE, dir_fd=parent)
+        except OSError as exc:
+            _raise_moved(exc, found, len(found.within) - 1, parent)
+            raise
+        finally:
+            os.close(parent)
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise NotRegular(f"{path} is {_kind(mode)}, not a regular file")
+            raise NotRegular(f"{found.real} is {_kind(mode)}, not a regular file")
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise
+
+
+def stat_log(found: Found) -> os.stat_result:
+    """The log's status, reached the way ``open_log`` reaches it (a link
+    met on the way: Moved)."""
+    if found.folder is None or not _STEPWISE:
+        return os.stat(found.real)
+    parent = _parent(found)
+    try:
+        seen = os.stat(found.within[-1], dir_fd=parent, follow_symlinks=False)
+    finally:
+        os.close(parent)
+    if stat.S_ISLNK(seen.st_mode):
+        raise _moved(found, len(found.within) - 1)
+    return seen
+
+
+def _parent(found: Found) -> int:
+    """The folder holding the log, opened from ``found.folder`` one name
+    at a time, never through a link."""
+    assert found.folder is not None
+    try:
+        fd = os.open(found.folder, _DIRECTORY)
+    except OSError:
+        if os.path.islink(found.folder):
+            raise Moved(
+                f"the folder {found.folder} is a link now, not when it was looked at: not followed"
+            ) from None
+        raise
+    try:
+        for level, name in enumerate(found.within[:-1]):
+            try:
+                step = os.open(name, _DIRECTORY, dir_fd=fd)
+            except OSError as exc:
+                _raise_moved(exc, found, level, fd)
+                raise
+            os.close(fd)
+            fd = step
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _raise_moved(exc: OSError, found: Found, level: int, folder: int) -> None:
+    """Moved, when what failed to open at ``level`` of the way is a link."""
+    if exc.errno not in (errno.ELOOP, errno.EMLINK, errno.ENOTDIR):
+        return
+    try:
+        seen = os.stat(found.within[level], dir_fd=folder, follow_symlinks=False)
+    except OSError:
+        return
+    if stat.S_ISLNK(seen.st_mode):
+        raise _moved(found, level) from None
+
+
+def _moved(found: Found, level: int) -> Moved:
+    assert found.folder is not None
+    where = os.path.join(found.folder, *found.within[: level + 1])
+    what = "it" if level == len(found.within) - 1 else f"the folder {where} on its way"
+    return Moved(f"{what} is a link now, not when the folder was looked at: not followed")

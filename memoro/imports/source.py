@@ -95,8 +95,14 @@ class Source:
             file = path.open("rb")
         except OSError as exc:
             raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from None
+        return cls.on_disk(file, path.name)
+
+    @classmethod
+    def on_disk(cls, file: IO[bytes], name: str) -> Source:
+        """A file on disk already open (closed with the source), named
+        ``name``: a log in it may still be growing."""
         try:
-            source = cls(file, path.name)
+            source = cls(file, name)
             if not source.is_zip:  # a zip is a copy: what is in it is complete
                 source.modified = os.fstat(file.fileno()).st_mtime
             return source
