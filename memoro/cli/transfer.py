@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import BinaryIO
 
@@ -121,7 +120,6 @@ def _import_folder(
     tally = Tally()
     for out in refused:  # FIFOs, devices, links out of the folder
         tally.fail(str(out.path), out.why)
-    formats: Counter[str] = Counter()
     size_mb = max(sum(_size(f) for f in files) // 2**20, 1)
     done = 0
     try:
@@ -137,7 +135,6 @@ def _import_folder(
                 else:
                     try:
                         tally.add(memoro.import_file(user, path, format=found, epoch=epoch).tally)
-                        formats[found] += 1
                     except InvalidInput as exc:
                         tally.fail(str(path), str(exc))
                 done += _size(path)
@@ -149,9 +146,9 @@ def _import_folder(
             err=True,
         )
         sys.exit(130)
-    if not formats and not tally.failed:
+    if not tally.logs and not tally.failed:
         raise click.ClickException(f"{folder} holds no session logs")
-    return ImportReport(", ".join(formats), tally)
+    return ImportReport(", ".join(tally.logs), tally)
 
 
 def _log_format(path: Path) -> tuple[str | None, str | None]:
