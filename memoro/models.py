@@ -447,17 +447,23 @@ class Conversation:
 
 @dataclass(frozen=True)
 class SearchHit:
-    """One past turn found by conversation search, with its best chunk."""
+    """One past turn found by conversation search, with its best chunk.
+    ``turn_id`` is memoro's id of the turn (a handle, e.g. to find it among
+    its conversation's turns); ``seq`` is its place in its conversation, 1
+    for the first, which is what "turn N" means to a person or the model."""
 
     turn_id: int
     conversation_id: str
     at: datetime
     text: str
     score: float
+    seq: int | None = None
+    """Set by the service (``Memoro.search``); None before."""
 
     def to_json(self) -> dict[str, object]:
         return {
             "turn_id": self.turn_id,
+            "seq": self.seq,
             "conversation": self.conversation_id,
             "at": iso(self.at),
             "text": self.text,

@@ -247,7 +247,8 @@ def render_search(
     parts = [f"{notes}Found {plural(len(hits), 'past turn')} for {query!r}{window}, best first:"]
     for i, hit in enumerate(hits, 1):
         when = utc_text(hit.at)
-        parts.append(f"\n{i}. conversation {hit.conversation_id!r}, {when} (turn {hit.turn_id}):")
+        place = "" if hit.seq is None else f" (turn {hit.seq})"  # its place in its conversation
+        parts.append(f"\n{i}. conversation {hit.conversation_id!r}, {when}{place}:")
         parts.append(block.without_controls(hit.text))
     return "\n".join(parts)
 

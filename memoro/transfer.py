@@ -126,11 +126,13 @@ class Transfers:
         else:
             source = Source.open(file) if isinstance(file, str | Path) else Source(file)
         with source, cancelled_by_erase(user_id, "import"):
+            asked = format
             if format == "auto":
                 format = imports.detect(source)
             tally = Tally()
             batch: list[NewTurn] = []
-            for conversation in _stopping_with_a_count(imports.read(source, format, tally), tally):
+            reading = imports.read(source, asked, tally)  # a zip of logs: each told by itself
+            for conversation in _stopping_with_a_count(reading, tally):
                 # memoro's own export also holds turns recorded live, which
                 # have no key: the same turn already stored is recognised
                 there = (
@@ -165,7 +167,7 @@ class Transfers:
             block = self._restore_block(user_id, source, epoch) if format == "memoro" else ""
             if progress is not None:
                 progress(source.size, source.size)
-        return ImportReport(format, tally, block)
+        return ImportReport(", ".join(tally.logs) or format, tally, block)
 
     def import_conversations(
         self,

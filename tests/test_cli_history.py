@@ -152,6 +152,30 @@ def test_conversations_show_and_delete(tmp_path: Path) -> None:
     assert run(tmp_path, "conversations", "list", "-u", "ann").stdout == ""
 
 
+def test_turn_n_is_the_turns_place_in_its_conversation(tmp_path: Path) -> None:
+    """`turn add`, `conversations show` and `search` (as `memoro chat`'s
+    /search) say "turn N" as a person counts the turns of that conversation,
+    not memoro's id of the turn (unique over every user's turns)."""
+    said = []
+    for conversation, question in (("x", "Flights?"), ("y", "Key?"), ("x", "Hotel in Alfama?")):
+        added = run(
+            tmp_path, "turn", "add", "-u", "ann", "-c", conversation, "-q", question, "-a", "ok"
+        )
+        said.append(added.stdout.split(";")[0].rstrip(".\n"))
+    assert said == [
+        "Recorded turn 1 in conversation 'x'",
+        "Recorded turn 1 in conversation 'y'",
+        "Recorded turn 2 in conversation 'x'",
+    ]
+    shown = run(tmp_path, "conversations", "show", "-u", "ann", "x").stdout
+    assert [line.split(",")[0] for line in shown.splitlines() if line.startswith("---")] == [
+        "--- turn 1",
+        "--- turn 2",
+    ]
+    found = run(tmp_path, "search", "-u", "ann", "Alfama").stdout
+    assert "1. conversation 'x', " in found and " UTC (turn 2):" in found
+
+
 def test_jobs_worker_and_status(tmp_path: Path) -> None:
     run(tmp_path, "turn", "add", "-u", "ann", "-c", "c", "-q", "q", "-a", "a", "--no-index")
     listed = json.loads(run(tmp_path, "jobs", "--json").stdout)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import zipfile
 from pathlib import Path
 
 from click.testing import CliRunner, Result
@@ -42,6 +44,27 @@ def test_a_file_that_is_no_export_is_one_clear_line(tmp_path: Path) -> None:
     assert "Traceback" not in result.output
     wrong = run(tmp_path, "import", str(path), "-u", "ann", "--format", "claude")
     assert wrong.exit_code == 0 and "Could not import 1 turn or conversation" in wrong.stdout
+
+
+def test_a_zip_of_a_folder_of_logs_imports_as_the_folder_does(tmp_path: Path) -> None:
+    """A zip holding a Claude Code and a Codex log gives the turns the
+    folder gives (it gave the first log's alone)."""
+    folder = tmp_path / "logs"
+    for host in ("claude-code", "codex"):
+        (log,) = (FIXTURES / host).rglob(
+            "*0e6f1d2c3b4a.jsonl" if host == "claude-code" else "*10-02-11-*.jsonl"
+        )
+        (folder / host).mkdir(parents=True)
+        (folder / host / log.name).write_bytes(log.read_bytes())
+        os.utime(folder / host / log.name, (1e9, 1e9))  # long quiet: its last turn is over
+    with zipfile.ZipFile(tmp_path / "logs.zip", "w") as archive:
+        for log in sorted(folder.rglob("*.jsonl")):
+            archive.write(log, log.relative_to(tmp_path))
+    from_zip = run(tmp_path / "a", "import", str(tmp_path / "logs.zip"), "-u", "ann", "--no-index")
+    from_folder = run(tmp_path / "b", "import", str(folder), "-u", "ann", "--no-index")
+    assert from_zip.exit_code == 0, from_zip.output
+    assert from_zip.stdout.startswith("Imported 10 new turns from 2 conversations (0 already")
+    assert from_zip.stdout == from_folder.stdout
 
 
 def test_export_then_import_into_another_memoro(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from memoro import block
+from memoro import block, tools
 from memoro.auth import Signer
 from memoro.client import AsyncMemoroClient, MemoroClient
 from memoro.errors import (
@@ -315,6 +316,20 @@ def test_turns_are_listed_read_searched_and_deleted(setup: Setup) -> None:
     assert memory.delete_conversation("ann", "trip") is True
     assert memory.delete_conversation("ann", "trip") is False
     assert memory.search("ann", "Lisbon seat") == []
+
+
+def test_a_hit_carries_its_place_in_its_conversation_to_the_tool_text(setup: Setup) -> None:
+    """Over HTTP too, a hit says which turn of its conversation it is (seq),
+    and the search tool run on a remote client says "turn 2", not the id."""
+    memory = setup.memory
+    memory.record_turn("ann", "trip", "Flights?", "TAP 9:40.")
+    memory.record_turn("ann", "other", "Key?", "Under the mat.")
+    second = memory.record_turn("ann", "trip", "Hotel in Alfama?", "Memmo Alfama.")
+    setup.service.index_pending()
+    (hit,) = memory.search("ann", "Alfama hotel", mode="keyword")
+    assert (hit.turn_id, hit.seq) == (second.turn_id, 2) and second.turn_id > 2
+    text = tools.execute(memory, "ann", "conversation_search", {"query": "Alfama hotel"}).text
+    assert re.search(r"conversation 'trip', [^\n]* UTC \(turn 2\):\nHotel in Alfama", text), text
 
 
 def test_export_gives_everything_held_about_the_user(setup: Setup) -> None:

@@ -4,6 +4,7 @@ with a deterministic fake embedder (the real model has its own tests)."""
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -97,6 +98,25 @@ def test_c4_each_hit_carries_conversation_turn_time_text_and_score(history: Memo
     (hit,) = history.search("ann", "Lisbon flights")
     assert (hit.turn_id, hit.conversation_id, hit.at) == (recorded.turn_id, "trip", at)
     assert hit.text == "Flights to Lisbon?\n\nTAP at 9:40." and hit.score > 0
+
+
+def test_a_hit_says_which_turn_of_its_conversation_it_is_not_its_database_id(
+    history: Memoro,
+) -> None:
+    """ "turn N" in the tool's text is the turn's place in its conversation
+    (1 = first), as a person counts; memoro's id (unique over all turns,
+    4127 in a long history) stays on the hit as a handle only."""
+    history.record_turn("ann", "trip", "Flights to Lisbon?", "TAP at 9:40.")
+    history.record_turn("bob", "x", "another user's turn", "ok")
+    history.record_turn("ann", "other", "Where is the key?", "Under the mat.")
+    second = history.record_turn("ann", "trip", "Hotel near Alfama?", "Memmo Alfama, quiet.")
+    history.index_pending()
+    (hit,) = history.search("ann", "hotel Alfama", mode="keyword")
+    assert (hit.turn_id, hit.seq, second.seq) == (second.turn_id, 2, 2)
+    assert second.turn_id > 2 and hit.to_json()["seq"] == 2
+    text = history.execute_tool("ann", "conversation_search", {"query": "hotel Alfama"}).text
+    assert re.search(r"conversation 'trip', [^\n]* UTC \(turn 2\):\nHotel near Alfama", text)
+    assert f"(turn {second.turn_id})" not in text
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "keyword", "semantic"])

@@ -13,6 +13,7 @@ import os
 import shutil
 import time
 import zipfile
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -353,6 +354,76 @@ def test_a_zip_of_a_projects_folder_and_a_format_that_is_not_the_file(tmp_path: 
         pytest.raises(InvalidInput, match="looks like a codex export, not claude-code"),
     ):
         list(read(source, "claude-code", Tally()))
+
+
+def both_hosts_zip(tmp_path: Path) -> Path:
+    """A zip of a folder holding a Codex log (first in the zip), a Claude
+    Code log and a file that is no session log."""
+    path = tmp_path / "logs.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.write(CODEX, f"logs/codex/{CODEX.name}")
+        archive.write(CLAUDE, f"logs/claude/{CLAUDE.name}")
+        archive.writestr("logs/notes.jsonl", '{"note": "not a log"}\n')
+    return path
+
+
+SHOP_ID = "claude-code:5b1d7c52-8f4e-4d7a-9a3c-0e6f1d2c3b4a"
+CODEX_ID = "codex:0199a1b2-3c4d-7e5f-8a9b-0c1d2e3f4a5b"
+
+
+def test_a_zip_of_both_hosts_logs_reads_each_log_in_its_own_format(tmp_path: Path) -> None:
+    """I6/I1: each log in a zip is told apart by its first lines, as in a
+    folder — not the whole zip read in the format of its first log (which
+    imported the Codex log alone and counted the Claude Code lines as
+    unknown content)."""
+    path = both_hosts_zip(tmp_path)
+    tally = Tally()
+    with Source.open(path) as source:
+        found = {c.id: len(c.turns) for c in read(source, "auto", tally)}
+    assert found == {CODEX_ID: 4, SHOP_ID: 6}
+    alone = Tally()
+    for log in (CODEX, CLAUDE):
+        alone.add(load(copy(log, tmp_path))[1])
+    assert tally.logs == {"codex": 1, "claude-code": 1} and tally.unknown == alone.unknown
+    assert tally.skipped - alone.skipped == Counter({"files that are no session log": 1})
+    # a host asked for: its logs only, the others passed over and counted, as in a folder
+    for asked, kept in (("codex", CODEX_ID), ("claude-code", SHOP_ID)):
+        tally = Tally()
+        with Source.open(path) as source:
+            assert [c.id for c in read(source, asked, tally)] == [kept]
+        assert tally.skipped[f"files that are no {asked} log"] == 2
+        assert not tally.unknown.keys() & {"user items", "assistant items", "system items"}
+    only_codex = tmp_path / "codex.zip"
+    with zipfile.ZipFile(only_codex, "w") as archive:
+        archive.write(CODEX, CODEX.name)
+    with (
+        Source.open(only_codex) as source,
+        pytest.raises(InvalidInput, match="looks like a codex export, not claude-code"),
+    ):
+        list(read(source, "claude-code", Tally()))
+
+
+def test_a_zip_of_both_hosts_logs_imports_both_from_a_file_and_an_upload(
+    history: Memoro, tmp_path: Path
+) -> None:
+    """The same zip through ``import_file`` (the CLI's path) and uploaded
+    (POST /v1/imports, the Conversations page) on every backend."""
+    path = both_hosts_zip(tmp_path)
+    report = history.import_file("ann", path)
+    assert (report.format, report.tally.imported, report.tally.conversations) == (
+        "claude-code, codex",
+        10,
+        2,
+    )
+    upload = history.start_upload("bob", "logs.zip")
+    upload.write(path.read_bytes())
+    started = history.finish_upload(upload, "auto")
+    history.index_pending()
+    done = history.import_status("bob", started.id)
+    assert done is not None and done.report is not None, done
+    assert (done.report["format"], done.report["imported"]) == ("claude-code, codex", 10)
+    assert done.report["unknown_types"] == dict(report.tally.unknown)
+    assert {c.id for c in history.list_conversations("bob")} == {CODEX_ID, SHOP_ID}
 
 
 def test_a_folder_is_searched_through_oldest_first(tmp_path: Path) -> None:

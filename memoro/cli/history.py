@@ -131,7 +131,7 @@ def turn_add(
     )
     done = "" if no_index else index_own(memoro, user, 1, quiet, epoch)
     done = f"; {done}" if done else ""
-    click.echo(f"Recorded turn {recorded.turn_id} in conversation {conversation!r}{done}.")
+    click.echo(f"Recorded turn {recorded.seq} in conversation {conversation!r}{done}.")
 
 
 STDIN_KEYS = ("question", "answer", "at")
@@ -279,7 +279,7 @@ def conversations_show(ctx: click.Context, user: str, conversation: str, as_json
         print_json([t.to_json() for t in turns])
         return
     for t in turns:
-        click.echo(f"--- turn {t.id}, {utc_text(t.at)}")
+        click.echo(f"--- turn {t.seq}, {utc_text(t.at)}")
         click.echo(f"Q: {without_controls(t.question)}\nA: {without_controls(t.answer)}")
 
 

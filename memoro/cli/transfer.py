@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import os
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import BinaryIO
 
@@ -122,13 +121,12 @@ def _import_folder(
     tally = Tally()
     for out in refused:  # FIFOs, devices, links out of the folder
         tally.fail(str(out.path), out.why)
-    formats: Counter[str] = Counter()
     size_mb = max(sum(_size(log) for log in logs) // 2**20, 1)
     done = 0
     try:
         with Progress(size_mb, "Reading", "MB", quiet=quiet) as bar:
             for log in logs:
-                done += _import_log(memoro, user, log, fmt, epoch, tally, formats)
+                done += _import_log(memoro, user, log, fmt, epoch, tally)
                 bar.update(done // 2**20)
     except KeyboardInterrupt:
         click.echo(
@@ -137,9 +135,9 @@ def _import_folder(
             err=True,
         )
         sys.exit(130)
-    if not formats and not tally.failed:
+    if not tally.logs and not tally.failed:
         raise click.ClickException(f"{folder} holds no session logs")
-    return ImportReport(", ".join(formats), tally)
+    return ImportReport(", ".join(tally.logs), tally)
 
 
 def _import_log(
@@ -149,7 +147,6 @@ def _import_log(
     fmt: str,
     epoch: int,
     tally: Tally,
-    formats: Counter[str],
 ) -> int:
     """One log found in the folder, told and read through one opening (the
     file told is the file read); its size."""
@@ -176,7 +173,6 @@ def _import_log(
             source = Source.on_disk(file, log.real.name)
             try:
                 tally.add(memoro.import_file(user, source, format=host, epoch=epoch).tally)
-                formats[host] += 1
             except InvalidInput as exc:
                 tally.fail(path, str(exc))
     return size

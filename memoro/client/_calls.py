@@ -309,7 +309,9 @@ class Calls:
         def read(response: httpx.Response) -> SearchHits:
             data = _json(response)
             hits = [
-                SearchHit(h["turn_id"], h["conversation"], _time(h["at"]), h["text"], h["score"])
+                SearchHit(
+                    h["turn_id"], h["conversation"], _time(h["at"]), h["text"], h["score"], h["seq"]
+                )
                 for h in data["hits"]
             ]
             return SearchHits(hits, data["warnings"])

@@ -53,6 +53,10 @@ READERS: dict[str, Reader] = {
 FORMATS = ("auto", *READERS)
 SESSION_LOGS = ("claude-code", "codex")
 """Formats a folder of logs is read in (``memoro import DIR``, ``memoro watch``)."""
+_LOGS: dict[str, Callable[[str], sessions.SessionLog]] = {
+    "claude-code": claude_code.ClaudeCodeLog,
+    "codex": codex.CodexLog,
+}
 
 # a key of a conversation (or of the file's top-level object) that names its format
 _TELLING = {
@@ -78,13 +82,18 @@ field that tells it, e.g. a ChatGPT conversation without a ``mapping``)."""
 
 def read(source: Source, format: str, tally: Tally) -> Iterator[ImportedConversation]:
     """The conversations of ``source`` in ``format`` ("auto": detect it).
-    A format other than the one the file plainly is, is refused."""
+    A format other than the one the file plainly is, is refused. A zip of
+    session logs is read as a folder of them is, each log in its own host's
+    format ("auto"), or only the logs of the host asked for."""
+    asked = format
     if format == "auto":
         format = detect(source)
+        if format in SESSION_LOGS and source.is_zip:
+            return sessions.read_logs(source, tally, _LOGS, "session log")
     reader = READERS.get(format)
     if reader is None:
         raise InvalidInput(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
-    if format != "memoro":  # its reader checks the file's own tag
+    if format != "memoro" and asked != "auto":  # memoro's reader checks the file's own tag
         _check_shape(source, format)
     conversations = reader(source, tally)
     if format in ("jsonl", *SESSION_LOGS):  # a resumed session copies turns: keys keep them once
@@ -111,7 +120,8 @@ def _check_shape(source: Source, format: str) -> None:
         likely = detect(source)
     except InvalidInput:
         return  # the reader says what is wrong, or reads what it can
-    if likely != format:
+    if likely != format and not (source.is_zip and {likely, format} <= set(SESSION_LOGS)):
+        # a zip of logs may hold both hosts': its logs are told one by one
         raise InvalidInput(
             f"{source.name or 'the file'} looks like a {likely} export, not {format}:"
             f" import it as {likely} (or auto)"

@@ -294,4 +294,4 @@ def _notification(raw: dict[str, Any], text: str) -> bool:
 
 def read(source: Source, tally: Tally) -> Iterator[ImportedConversation]:
     """Every session log in ``source`` (a log, or a zip of a projects folder)."""
-    return read_logs(source, tally, ClaudeCodeLog, "Claude Code session log")
+    return read_logs(source, tally, {PROVIDER: ClaudeCodeLog}, "Claude Code session log")

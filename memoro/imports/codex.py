@@ -280,4 +280,4 @@ def _context(text: str) -> bool:
 
 def read(source: Source, tally: Tally) -> Iterator[ImportedConversation]:
     """Every rollout in ``source`` (a log, or a zip of a sessions folder)."""
-    return read_logs(source, tally, CodexLog, "Codex session log")
+    return read_logs(source, tally, {PROVIDER: CodexLog}, "Codex session log")

@@ -58,6 +58,8 @@ class Tally:
     """Turns or conversations that could not be imported."""
     problems: list[str] = field(default_factory=list)
     """The first few failures, each with where and why."""
+    logs: Counter[str] = field(default_factory=Counter)
+    """Session logs read, by host (a folder or a zip may hold both hosts')."""
 
     def fail(self, where: str, why: str) -> None:
         self.failed += 1
@@ -74,6 +76,7 @@ class Tally:
         self.unknown.update(other.unknown)
         self.failed += other.failed
         self.problems += other.problems[: MAX_PROBLEMS - len(self.problems)]
+        self.logs.update(other.logs)
 
     def to_json(self) -> dict[str, object]:
         return {

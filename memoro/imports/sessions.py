@@ -22,10 +22,11 @@ import io
 import json
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any, ClassVar, NamedTuple
 
+from memoro.errors import InvalidInput
 from memoro.imports import logfiles
 from memoro.imports.logfiles import Overlong, Skim, read_lines
 from memoro.imports.model import ImportedConversation, ImportedTurn, Tally
@@ -382,20 +383,53 @@ def read_member(source: Source, member: str, log: SessionLog, tally: Tally) -> N
 
 
 def read_logs(
-    source: Source, tally: Tally, log: Callable[[str], SessionLog], expected: str
+    source: Source,
+    tally: Tally,
+    logs: Mapping[str, Callable[[str], SessionLog]],
+    expected: str,
 ) -> Iterator[ImportedConversation]:
     """The conversations of every log in ``source`` (a log, or a zip of a
-    folder of them), each log read whole; a turn still being written is
-    counted, for a later import to bring."""
+    folder of them), each log read whole in its host's format (``logs``:
+    host → its reader); a turn still being written is counted, for a later
+    import to bring. In a zip each log's host is told from its first lines,
+    as in a folder: a file of another host, or of none, is passed over and
+    counted. A single log is read in the one format asked for."""
     quiet = quiet_seconds(source, time.time())
+    only = next(iter(logs)) if len(logs) == 1 else None
+    other: str | None = None
+    read_one = untold = False
     for member in json_members(source, re.compile(r"\.jsonl$"), expected):
-        reading = log(member)
+        host = only if only is not None and not source.is_zip else None
+        if host is None:
+            sniffed = detect(source, member)
+            host = sniffed.host
+            if host is None:
+                if (why := sniffed.untold()) is not None:
+                    tally.fail(member, f"{why}: not read")
+                    untold = True
+                else:
+                    tally.skipped[f"files that are no {only or 'session'} log"] += 1
+                continue
+        if host not in logs:
+            other = other or host
+            tally.skipped[f"files that are no {only} log"] += 1
+            continue
+        reading = logs[host](member)
         read_member(source, member, reading, tally)
+        tally.logs[host] += 1
+        read_one = True
         for conversation in reading.finish(quiet, tally, whole=True):
             tally.conversations += 1
             yield conversation
         if reading.opened:
             tally.skipped["turns still being written, for a later import"] += len(reading.opened)
+    if not read_one and other is not None:
+        raise InvalidInput(
+            f"{source.name or 'the zip'} looks like a {other} export, not {only}:"
+            f" import it as {other} (or auto)"
+        )
+    if not read_one and not untold:
+        raise InvalidInput(f"{source.name or 'the zip'} holds no {expected}")
 
 
 def quiet_seconds(source: Source, now: float) -> float:

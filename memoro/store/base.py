@@ -249,6 +249,11 @@ class HistoryStore(Protocol):
         """A turn of the user by id, for the worker."""
         ...
 
+    def turn_seqs(self, user_id: str, turn_ids: Sequence[int]) -> dict[int, int]:
+        """Each of the user's turns by id → its place in its conversation
+        (``seq``, 1 for the first), of conversations not deleted."""
+        ...
+
     def save_index(
         self,
         job: Job,

@@ -284,10 +284,14 @@ class EpochOut(BaseModel):
     )
 
 
+TURN_ID = "memoro's id of the turn, unique across all turns: a handle, not its place."
+SEQ = "The turn's place in its conversation: 1 for the first."
+
+
 class TurnOut(BaseModel):
-    turn_id: int
+    turn_id: int = Field(description=TURN_ID)
     conversation: str
-    seq: int
+    seq: int = Field(description=SEQ)
     created: bool
 
 
@@ -307,9 +311,9 @@ class ConversationOut(BaseModel):
 
 
 class TurnRecord(BaseModel):
-    id: int
+    id: int = Field(description=TURN_ID)
     conversation: str
-    seq: int
+    seq: int = Field(description=SEQ)
     question: str
     answer: str
     at: datetime
@@ -317,7 +321,8 @@ class TurnRecord(BaseModel):
 
 
 class HitOut(BaseModel):
-    turn_id: int
+    turn_id: int = Field(description=TURN_ID)
+    seq: int = Field(description=SEQ)
     conversation: str
     at: datetime
     text: str

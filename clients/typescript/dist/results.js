@@ -93,6 +93,7 @@ export function searchHits(data) {
     return {
         hits: data.hits.map((hit) => ({
             turnId: hit.turn_id,
+            seq: hit.seq,
             conversationId: hit.conversation,
             at: new Date(hit.at),
             text: hit.text,

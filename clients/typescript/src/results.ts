@@ -121,15 +121,20 @@ export interface SystemPrompt {
 
 /** Where a finished turn was stored; `created` is false when its key was already stored. */
 export interface RecordedTurn {
+  /** memoro's id of the turn, unique across all turns: a handle, not its place. */
   turnId: number;
   conversationId: string;
+  /** The turn's place in its conversation: 1 for the first. */
   seq: number;
   created: boolean;
 }
 
 /** One past turn found by search, with its best-matching chunk. */
 export interface SearchHit {
+  /** memoro's id of the turn, unique across all turns: a handle, not its place. */
   turnId: number;
+  /** The turn's place in its conversation: 1 for the first. */
+  seq: number;
   conversationId: string;
   at: Date;
   text: string;
@@ -306,6 +311,7 @@ export function searchHits(data: Wire["SearchOut"]): SearchHits {
   return {
     hits: data.hits.map((hit) => ({
       turnId: hit.turn_id,
+      seq: hit.seq,
       conversationId: hit.conversation,
       at: new Date(hit.at),
       text: hit.text,

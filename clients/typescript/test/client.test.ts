@@ -237,7 +237,7 @@ test("turns: recorded once per key, listed, opened, found by search, deleted", a
 
   const hits = await found(client, frank, "Lisbon flight");
   assert.equal(hits.hits[0]?.conversationId, "trip/2025");
-  assert.equal(hits.hits[0]?.turnId, first.turnId);
+  assert.deepEqual([hits.hits[0]?.turnId, hits.hits[0]?.seq], [first.turnId, 1]);
   assert.ok(hits.hits[0]?.at instanceof Date && typeof hits.hits[0]?.score === "number");
   assert.match(hits.hits[0]?.text ?? "", /TAP 9:40/);
   assert.deepEqual(

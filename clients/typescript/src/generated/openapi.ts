@@ -597,9 +597,17 @@ export type components = {
             conversation: string;
             /** Score */
             score: number;
+            /**
+             * Seq
+             * @description The turn's place in its conversation: 1 for the first.
+             */
+            seq: number;
             /** Text */
             text: string;
-            /** Turn Id */
+            /**
+             * Turn Id
+             * @description memoro's id of the turn, unique across all turns: a handle, not its place.
+             */
             turn_id: number;
         };
         /** ImportOut */
@@ -938,9 +946,15 @@ export type components = {
             conversation: string;
             /** Created */
             created: boolean;
-            /** Seq */
+            /**
+             * Seq
+             * @description The turn's place in its conversation: 1 for the first.
+             */
             seq: number;
-            /** Turn Id */
+            /**
+             * Turn Id
+             * @description memoro's id of the turn, unique across all turns: a handle, not its place.
+             */
             turn_id: number;
         };
         /** TurnRecord */
@@ -954,13 +968,19 @@ export type components = {
             at: string;
             /** Conversation */
             conversation: string;
-            /** Id */
+            /**
+             * Id
+             * @description memoro's id of the turn, unique across all turns: a handle, not its place.
+             */
             id: number;
             /** Indexed */
             indexed: boolean;
             /** Question */
             question: string;
-            /** Seq */
+            /**
+             * Seq
+             * @description The turn's place in its conversation: 1 for the first.
+             */
             seq: number;
         };
         /** UserDeletionOut */
