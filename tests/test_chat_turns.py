@@ -48,7 +48,7 @@ def llm() -> Iterator[ScriptedLLM]:
 
 def _asked(llm: ScriptedLLM, n: int) -> None:
     """Wait until the model has had ``n`` requests."""
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while len(llm.requests) < n:
         assert time.monotonic() < deadline, "the model was never asked"
         time.sleep(0.01)
@@ -174,7 +174,7 @@ class _Gated:
         self.calls.append([dict(m) for m in messages])
         if len(self.calls) == 1:
             self.entered.set()
-            assert self.gate.wait(30)
+            assert self.gate.wait(60)
             raise ModelError("the model's API answered 500")
         return Reply(f"answer to {messages[-1]['content']}")
 
@@ -187,7 +187,7 @@ def test_in_python_a_second_send_while_a_turn_runs_raises_turn_running(tmp_path:
     with Memoro.open(tmp_path, embedder=None, worker=False) as memoro:
         agent = Agent(memoro, model, "ann", conversation_id="c2")
         first, outcome = _in_background(lambda: agent.send("first question"))
-        assert model.entered.wait(30)
+        assert model.entered.wait(60)
         with pytest.raises(TurnRunning) as refused:
             agent.send("second question")
         assert str(refused.value) == RUNNING
@@ -195,7 +195,7 @@ def test_in_python_a_second_send_while_a_turn_runs_raises_turn_running(tmp_path:
         with pytest.raises(TurnRunning):
             agent.new_conversation()  # nor is the conversation swapped under the turn
         model.gate.set()
-        first.join(30)
+        first.join(60)
         (error,) = outcome
         assert isinstance(error, ModelError)
         assert agent.history == []  # the failed turn took only its own message
@@ -226,7 +226,7 @@ def test_a_turn_that_streams_from_a_thread_is_refused_before_it_starts(
         with pytest.raises(TurnRunning):
             agent.start("second question")
         held.set()
-        assert turn.result(30).answer == "answer one"
+        assert turn.result(60).answer == "answer one"
         assert "".join(pieces) == "answer one"
         llm.script(say("answer two"))
-        assert agent.start("second question").result(30).answer == "answer two"
+        assert agent.start("second question").result(60).answer == "answer two"
