@@ -9,6 +9,7 @@ to CLI messages.
     ├── BlockChanged        a precondition (If-Match) no longer holds
     ├── NoProposal          the user has no pending memory proposal
     ├── ReviewRunning       a review of the user is running already
+    ├── TurnRunning         a chat turn of this conversation is running already
     ├── Busy                as many uploads of the user are arriving as memoro takes
     ├── UserErased          the user was erased while this work ran: it was cancelled
     ├── Unauthorized        no valid user token or session
@@ -86,6 +87,14 @@ class ReviewRunning(MemoroError):
     process (HTTP 409: its proposal comes when it ends)."""
 
     code = "review_running"
+
+
+class TurnRunning(MemoroError):
+    """A turn of this conversation of the reference agent is still running:
+    a conversation takes one turn at a time, so a message sent meanwhile is
+    refused, unsent (HTTP 409); send it again once the turn has ended."""
+
+    code = "turn_running"
 
 
 class Busy(MemoroError):

@@ -4,6 +4,7 @@ run for the authenticated user, bounded tool rounds, compaction of the
 history only, and the finished turn recorded for search."""
 
 from memoro.agent.loop import Agent, HostTool, TurnResult
+from memoro.errors import TurnRunning
 from memoro.llm import AnthropicProvider, OpenAIProvider, Provider, make_provider
 
 __all__ = [
@@ -13,5 +14,6 @@ __all__ = [
     "OpenAIProvider",
     "Provider",
     "TurnResult",
+    "TurnRunning",
     "make_provider",
 ]

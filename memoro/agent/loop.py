@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from memoro.agent.compaction import compact
-from memoro.errors import ModelError, UserErased
+from memoro.errors import ModelError, TurnRunning, UserErased
 from memoro.llm import Message, OnText, Provider, ToolCall
 from memoro.service import Memoro
 from memoro.tools import TOOLS, ToolSpec
@@ -47,7 +50,12 @@ class TurnResult:
 
 
 class Agent:
-    """One conversation of one authenticated user with a model."""
+    """One conversation of one authenticated user with a model.
+
+    A conversation takes one turn at a time: its history is a list of whole
+    exchanges in order, so a turn asked for while another runs (from
+    another thread: a second request of a web client) is refused with
+    TurnRunning, and nothing of it is sent or kept."""
 
     def __init__(
         self,
@@ -72,6 +80,8 @@ class Agent:
         self.history: list[Message] = []
         self._epoch: int | None = None
         """The user's epoch when the history's first turn began."""
+        self._turn_lock = threading.Lock()
+        """Held while a turn runs (or the conversation is replaced)."""
 
     def tools(self) -> list[ToolSpec]:
         return [*TOOLS.values()] + [
@@ -79,9 +89,30 @@ class Agent:
         ]
 
     def new_conversation(self) -> None:
-        self.conversation_id = f"chat-{uuid.uuid4().hex[:12]}"
-        self.history = []
-        self._epoch = None
+        """Start over in a new conversation (TurnRunning while a turn runs)."""
+        with self._one_turn():
+            self.conversation_id = f"chat-{uuid.uuid4().hex[:12]}"
+            self.history = []
+            self._epoch = None
+
+    def running(self) -> bool:
+        """Whether a turn of this conversation is running now."""
+        return self._turn_lock.locked()
+
+    @contextmanager
+    def _one_turn(self) -> Iterator[None]:
+        self._claim()
+        try:
+            yield
+        finally:
+            self._turn_lock.release()
+
+    def _claim(self) -> None:
+        if not self._turn_lock.acquire(blocking=False):
+            raise TurnRunning(
+                f"a turn of conversation {self.conversation_id!r} is still running: one turn"
+                " at a time per conversation; send this message again once it has ended"
+            )
 
     def send(
         self,
@@ -90,7 +121,8 @@ class Agent:
         on_tool: Callable[[ToolEvent], None] | None = None,
     ) -> TurnResult:
         """One turn: the user's message in, the final answer out; the finished
-        turn is recorded for search.
+        turn is recorded for search. Raises TurnRunning, sending nothing,
+        while another turn of this conversation runs.
 
         The turn takes the user's epoch when it begins and hands it to each
         of its writes (the tools' and the turn's record): when the user is
@@ -98,6 +130,46 @@ class Agent:
         and the conversation starts over — what it held went with the
         erase. A conversation whose user was erased between two turns
         starts over too."""
+        with self._one_turn():
+            return self._send(text, on_text, on_tool)
+
+    def start(
+        self,
+        text: str,
+        on_text: OnText | None = None,
+        on_tool: Callable[[ToolEvent], None] | None = None,
+    ) -> Future[TurnResult]:
+        """The same turn as ``send``, run in a thread of its own, for a
+        caller that passes the answer on while it is written (a web server's
+        stream). The conversation is claimed here, in the caller's thread,
+        so TurnRunning comes before anything is answered; it is free again
+        before the returned future completes."""
+        self._claim()
+        turn: Future[TurnResult] = Future()
+
+        def run() -> None:
+            try:
+                result = self._send(text, on_text, on_tool)
+            except BaseException as exc:  # the future carries it to the caller
+                self._turn_lock.release()
+                turn.set_exception(exc)
+            else:
+                self._turn_lock.release()
+                turn.set_result(result)
+
+        try:
+            threading.Thread(target=run, name="memoro-chat-turn", daemon=True).start()
+        except BaseException:
+            self._turn_lock.release()
+            raise
+        return turn
+
+    def _send(
+        self,
+        text: str,
+        on_text: OnText | None,
+        on_tool: Callable[[ToolEvent], None] | None,
+    ) -> TurnResult:
         epoch = self.memoro.user_epoch(self.user_id)
         if epoch != self._epoch:
             self.history = []  # empty, or from before an erase of the user
