@@ -39,7 +39,7 @@ def start(
             stderr=stderr,
         )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120  # a start takes seconds; CI's busiest minutes far more
     while True:
         try:
             httpx.get(f"{url}/healthz", timeout=1)
