@@ -190,6 +190,27 @@ def test_c6_a_deleted_conversation_id_starts_afresh_at_once(history: Memoro) -> 
     assert history.pending_jobs() == 0
 
 
+@pytest.mark.parametrize("conversation", ["c1", "c2"])
+def test_c6_a_keyed_turn_recorded_again_after_its_conversation_was_deleted_is_stored(
+    history: Memoro, conversation: str
+) -> None:
+    """A key whose turn lies in a conversation deleted moments ago (purge
+    pending) is not "already there": that conversation is purged then and
+    there and the turn is stored again, so the purge job that follows keeps
+    it (the acknowledged turn used to vanish with the purge)."""
+    first = history.record_turn("ann", "c1", "keyed aardvark question", "a", key="log:1")
+    history.delete_conversation("ann", "c1")
+    again = history.record_turn("ann", conversation, "keyed aardvark question", "a", key="log:1")
+    assert again.created and again.turn_id != first.turn_id
+    history.index_pending()  # the old conversation's purge, and the new turn
+    assert [c.id for c in history.list_conversations("ann")] == [conversation]
+    assert [t.key for t in history.conversation_turns("ann", conversation)] == ["log:1"]
+    assert history.search("ann", "aardvark", mode="keyword")
+    assert history.pending_jobs() == 0
+    repeat = history.record_turn("ann", conversation, "keyed aardvark question", "a", key="log:1")
+    assert (repeat.created, repeat.turn_id) == (False, again.turn_id)
+
+
 def test_c7_every_window_of_a_chunk_is_embedded(history: Memoro) -> None:
     sqlite_only(history)
     history.record_turn("ann", "c1", "filler " * 500, "at the very end: bassoon")

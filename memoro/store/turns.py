@@ -109,16 +109,26 @@ class SqlTurns(SqlQueue):
         self, conn: Conn, user_id: str, turn: NewTurn, bulk: bool
     ) -> tuple[RecordedTurn, bool]:
         """Store one turn; also whether a deleted conversation it reuses
-        the id of was purged first."""
+        the id or the key of was purged first."""
         purged = False
         d = self.dialect
         if turn.key is not None:
             row = conn.execute(
-                "SELECT id, conversation_id, seq FROM turns WHERE user_id = ? AND key = ?",
+                "SELECT t.id, t.conversation_id, t.seq, cv.deleted_at FROM turns t"
+                " LEFT JOIN conversations cv"
+                " ON cv.user_id = t.user_id AND cv.id = t.conversation_id"
+                " WHERE t.user_id = ? AND t.key = ?",
                 (user_id, turn.key),
             ).fetchone()
-            if row is not None:
+            if row is not None and row["deleted_at"] is None:
                 return RecordedTurn(row["id"], row["conversation_id"], row["seq"], False), False
+            if row is not None:
+                # the key's turn lies in a conversation deleted moments ago:
+                # purge it now (its purge job would take the turn stored
+                # again) and store the turn afresh
+                self._purge(conn, user_id, row["conversation_id"])
+                self._stale(conn, user_id)
+                purged = True
         found = conn.execute(
             "SELECT deleted_at, title FROM conversations WHERE user_id = ? AND id = ?",
             (user_id, turn.conversation_id),
