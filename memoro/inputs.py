@@ -40,6 +40,9 @@ LIST_MAX = 1000
 """The most entries one listing gives at a time."""
 ROW_ID_MAX = 2**63 - 1
 """The largest number a row (a job) can have on every backend."""
+EPOCH_MAX = 2**53 - 1
+"""The largest epoch: a JSON number exact everywhere (JavaScript's safe
+integers). Epochs come from a clock that counts up from 1, far below it."""
 
 # C0 controls except tab, LF and CR; DEL and the C1 controls; lone surrogates
 _UNWANTED = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
@@ -117,6 +120,17 @@ def whole(value: object, name: str, least: int, most: int) -> int:
     else raise InvalidInput saying so (``name`` says what it is)."""
     if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
         raise InvalidInput(f"{name} must be a whole number from {least} to {most}")
+    return value
+
+
+def check_epoch(value: object) -> int | None:
+    """An epoch as ``user_epoch`` gives it (0 to ``EPOCH_MAX``), or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= EPOCH_MAX:
+        raise InvalidInput(
+            f"epoch must be a whole number from 0 to {EPOCH_MAX} that user_epoch gave"
+        )
     return value
 
 

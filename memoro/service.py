@@ -19,6 +19,7 @@ from memoro.errors import BlockChanged, InvalidInput, NoProposal
 from memoro.history.embed import Embedder, LocalEmbedder, make_embedder
 from memoro.history.fusion import Mode
 from memoro.history.worker import Worker, add_missing_vectors, usable_cores
+from memoro.inputs import check_epoch
 from memoro.models import (
     SEARCH_DEFAULT,
     AuditEntry,
@@ -601,15 +602,6 @@ class Memoro(Transfers, Reviews):
         if user_id is not None and user_id != "":
             user_id = check_user(user_id)
         return execute(self, user_id or None, name, arguments, epoch=check_epoch(epoch))
-
-
-def check_epoch(epoch: object) -> int | None:
-    """An epoch as ``user_epoch`` gives it: a whole number, or None."""
-    if epoch is None:
-        return None
-    if isinstance(epoch, bool) or not isinstance(epoch, int) or not 0 <= epoch < 2**63:
-        raise InvalidInput("epoch must be a whole number that user_epoch gave")
-    return epoch
 
 
 def _instructions(instructions: object) -> str:

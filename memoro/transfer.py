@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING
 from memoro import block
 from memoro.errors import Busy, InvalidInput, StoreError, UserErased
 from memoro.history.worker import Lease, Worker
-from memoro.inputs import clean_text
+from memoro.inputs import EPOCH_MAX, check_epoch, clean_text, whole
 from memoro.models import (
     AuditEntry,
     ImportState,
@@ -82,7 +82,7 @@ class Transfers:
         and nothing more is stored (``epoch``: see ``user_epoch``).
         """
         user_id = check_user(user_id)
-        epoch = self.store.user_epoch(user_id) if epoch is None else epoch
+        epoch = self._epoch(user_id, epoch)
         recorded: list[RecordedTurn] = []
         with cancelled_by_erase(user_id, "import"):
             checked = [checked_turn(turn, turn.at, keyed=True) for turn in turns]
@@ -120,7 +120,7 @@ class Transfers:
         user_id = check_user(user_id)
         if format not in imports.FORMATS:
             raise InvalidInput(f"format must be one of {', '.join(imports.FORMATS)}")
-        epoch = self.store.user_epoch(user_id) if epoch is None else epoch
+        epoch = self._epoch(user_id, epoch)
         if isinstance(file, Source):  # opened already (a log found in a folder: see logfiles)
             source = file
         else:
@@ -183,7 +183,7 @@ class Transfers:
         (``user_epoch``, taken when the watch began), UserErased is raised
         and nothing is stored once the user was erased since."""
         user_id = check_user(user_id)
-        epoch = self.store.user_epoch(user_id) if epoch is None else epoch
+        epoch = self._epoch(user_id, epoch)
         batch: list[NewTurn] = []
         for conversation in conversations:
             for turn in conversation.turns:
@@ -216,7 +216,12 @@ class Transfers:
 
     def check_epoch(self, user_id: str, epoch: int) -> None:
         """Raise UserErased when the user was erased since ``epoch`` was taken."""
-        self.store.check_epoch(check_user(user_id), epoch)
+        self.store.check_epoch(check_user(user_id), whole(epoch, "epoch", 0, EPOCH_MAX))
+
+    def _epoch(self, user_id: str, epoch: object) -> int:
+        """``epoch`` checked, or (None) the user's epoch now."""
+        given = check_epoch(epoch)
+        return self.store.user_epoch(user_id) if given is None else given
 
     def _restore_block(self, user_id: str, source: Source, epoch: int) -> str:
         """The block and audit of a memoro export, back as they were — into a

@@ -5,6 +5,7 @@ before anything is stored (D1, D2, D3 of the hardening issue)."""
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from urllib.parse import quote
@@ -18,6 +19,7 @@ from memoro.cli import cli
 from memoro.client import MemoroClient
 from memoro.errors import InvalidInput
 from memoro.inputs import clean_json_message, clean_text, turn_time
+from memoro.models import NewTurn
 from memoro.service import Memoro
 from memoro.web.security import AuthConfig
 from tests.web_server import SECRET, running
@@ -271,6 +273,49 @@ def test_an_epoch_is_a_whole_number_in_a_body_and_digits_in_a_query(
     assert history.read_block("ann") is not None  # none of them deleted it
     assert served.delete("/v1/memory", params={"epoch": str(epoch)}).status_code == 200
     assert history.read_block("ann") is None
+
+
+@pytest.mark.parametrize("epoch", [-1, 2**53, 2**63 - 1, 2**63, 10**30])
+def test_an_epoch_past_the_exact_json_numbers_is_refused_the_same_way_everywhere(
+    history: Memoro, served: httpx.Client, epoch: int
+) -> None:
+    """An epoch is 0 to 2**53 - 1 on every interface: HTTP refused 2**53 to
+    2**63 - 1 with 422 while the Python API took them to the database and
+    answered UserErased (and past 2**63 PostgreSQL could not compare them)."""
+    expected = "epoch must be a whole number from 0 to 9007199254740991 that user_epoch gave"
+    turn = NewTurn("c", "q", "a", None)
+    calls = [
+        lambda: history.write_block("ann", "Name: Ann", writer="user", epoch=epoch),
+        lambda: history.delete_block("ann", writer="user", epoch=epoch),
+        lambda: history.record_turn("ann", "c", "q", "a", epoch=epoch),
+        lambda: history.execute_tool("ann", "memory_write", {"block": "x"}, epoch=epoch),
+        lambda: history.import_turns("ann", [turn], epoch=epoch),
+        lambda: history.import_file("ann", io.BytesIO(b"[]"), epoch=epoch),
+        lambda: history.index_user("ann", epoch=epoch),
+    ]
+    for call in calls:
+        assert _message(call) == expected
+    with MemoroClient(str(served.base_url), TOKEN) as remote:
+        for call in (
+            lambda: remote.record_turn("ann", "c", "q", "a", epoch=epoch),
+            lambda: remote.write_block("ann", "x", writer="user", epoch=epoch),
+        ):
+            assert _message(call) == expected
+    writes = [
+        ("PUT", "/v1/memory", {"block": "Name: Ann"}),
+        ("POST", "/v1/turns", {"conversation": "c", "question": "q", "answer": "a"}),
+        ("POST", "/v1/tools/memory_write", {"arguments": {"block": "Name: Ann"}}),
+    ]
+    for method, path, body in writes:
+        refused = served.request(method, path, json={**body, "epoch": epoch})
+        assert refused.status_code == 422, (path, refused.text)
+        assert refused.json()["error"] == {"code": "invalid_input", "message": expected}
+    if epoch >= 0:
+        refused = served.delete("/v1/memory", params={"epoch": str(epoch)})
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["error"] == {"code": "invalid_input", "message": expected}
+    assert history.read_block("ann") is None
+    assert history.list_conversations("ann") == []
 
 
 def test_the_policy_functions_are_pure_and_idempotent() -> None:

@@ -87,6 +87,8 @@ JsonWhole = BeforeValidator(_json_whole)
 
 LISTED = {"minimum": 1, "maximum": inputs.LIST_MAX}
 """How many a listing gives, as a schema (the service refuses the rest)."""
+EPOCHS: dict[str, Any] = {"minimum": 0, "maximum": inputs.EPOCH_MAX}
+"""An epoch, as a schema (the service refuses the rest)."""
 
 
 def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
@@ -131,8 +133,7 @@ ERASED: dict[int | str, dict[str, Any]] = {
 
 
 def _epoch_field() -> Any:
-    # a JSON number exact everywhere (JavaScript's safe integers)
-    return Field(default=None, ge=0, le=2**53 - 1, description=WORK_EPOCH)
+    return Field(default=None, description=WORK_EPOCH, json_schema_extra=EPOCHS)
 
 
 class BlockIn(BaseModel):
@@ -269,8 +270,7 @@ class TurnIn(BaseModel):
     )
     epoch: Annotated[int | None, JsonWhole] = Field(
         default=None,
-        ge=0,
-        le=2**53 - 1,  # a JSON number exact everywhere (JavaScript's safe integers)
+        json_schema_extra=EPOCHS,
         description="For work that records many turns over time (a watcher of session logs):"
         " the epoch POST /v1/me/epoch gave when it began. Once you have been erased since"
         " (DELETE /v1/me), the turn is refused with 409 user_erased and nothing is stored.",
@@ -421,7 +421,9 @@ def delete_memory(
     user: User,
     memoro: Service,
     if_match: IfMatch = None,
-    epoch: Annotated[int | None, Query(ge=0, le=2**53 - 1, description=WORK_EPOCH), Digits] = None,
+    epoch: Annotated[
+        int | None, Query(description=WORK_EPOCH, json_schema_extra=EPOCHS), Digits
+    ] = None,
 ) -> Any:
     deleted = memoro.delete_block(
         user, writer=Writer.USER, expected_etag=_etag(if_match), epoch=epoch
