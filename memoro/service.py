@@ -314,8 +314,16 @@ class Memoro(Transfers, Reviews):
         an import (here, in another process or run by a worker) or ``memoro
         watch`` stores nothing more and raises UserErased, and an indexing
         job or a saved index copy of the erased rows stores nothing. The id
-        can be used again right away."""
-        return self.store.delete_user(check_user(user_id))
+        can be used again right away: an upload of the user still arriving
+        holds no upload slot from now on and ends with UserErased at its
+        next bytes (in another process, at its first bytes a second or more
+        after the erase)."""
+        user_id = check_user(user_id)
+        arriving = self._arriving_now(user_id)
+        deleted = self.store.delete_user(user_id)
+        for upload in arriving:
+            upload.erased.set()
+        return deleted
 
     # -- past conversations (C) --------------------------------------------
 

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -53,6 +54,15 @@ PROGRESS_SECONDS = 2.0
 """How often a running import records how far it got (and keeps its job)."""
 
 
+@dataclass(eq=False)
+class Arrival:
+    """An upload arriving in this process: the user's epoch when it began,
+    and the flag an erase of the user sets to end it at its next bytes."""
+
+    epoch: int
+    erased: threading.Event = field(default_factory=threading.Event)
+
+
 class Transfers:
     """Import and export methods of Memoro."""
 
@@ -60,7 +70,7 @@ class Transfers:
     settings: Settings
     worker: Worker
     _threaded: bool
-    _arriving: dict[str, int]
+    _arriving: dict[str, list[Arrival]]
     """Uploads arriving in this process, by user."""
 
     def import_turns(
@@ -319,14 +329,18 @@ class Transfers:
         printable = "".join(c if c.isprintable() else " " for c in clean_text(file_name or ""))
         name = " ".join(printable.split())[:255] or "upload"
         most = self.settings.import_uploads
+        epoch = self.store.user_epoch(user_id)
         with _ARRIVING_LOCK:
-            arriving = self._arriving.setdefault(user_id, 0)
-            if arriving >= most:
+            mine = self._arriving.setdefault(user_id, [])
+            # uploads begun before an erase of the user are cancelled: they
+            # hold no slot of the id's new work, in this process or another
+            if sum(other.epoch == epoch for other in mine) >= most:
                 raise Busy(
                     f"{plural(most, 'upload')} of yours {'is' if most == 1 else 'are'} arriving"
                     " already, the most memoro takes at once: send this one when one has finished"
                 )
-            self._arriving[user_id] = arriving + 1
+            arrival = Arrival(epoch)
+            mine.append(arrival)
         try:
             with _cancelled_upload(user_id):
                 return Upload(
@@ -334,20 +348,26 @@ class Transfers:
                     user_id,
                     name,
                     self.settings.import_max_mb * 2**20,
-                    on_close=lambda: self._arrived(user_id),
-                    epoch=self.store.user_epoch(user_id),
+                    on_close=lambda: self._arrived(user_id, arrival),
+                    epoch=epoch,
+                    erased=arrival.erased,
                 )
         except BaseException:
-            self._arrived(user_id)
+            self._arrived(user_id, arrival)
             raise
 
-    def _arrived(self, user_id: str) -> None:
+    def _arrived(self, user_id: str, arrival: Arrival) -> None:
         with _ARRIVING_LOCK:
-            left = self._arriving.get(user_id, 1) - 1
-            if left > 0:
-                self._arriving[user_id] = left
-            else:
+            mine = self._arriving.get(user_id, [])
+            if arrival in mine:
+                mine.remove(arrival)
+            if not mine:
                 self._arriving.pop(user_id, None)
+
+    def _arriving_now(self, user_id: str) -> list[Arrival]:
+        """The user's uploads arriving in this process now (an erase ends them)."""
+        with _ARRIVING_LOCK:
+            return list(self._arriving.get(user_id, []))
 
     def finish_upload(self, upload: Upload, format: str) -> ImportStatus:
         from memoro import imports
@@ -447,10 +467,9 @@ def _cancelled_upload(user_id: str) -> Iterator[None]:
     try:
         yield
     except UserErased:
-        raise UserErased(
-            f"{user_id} was erased while this upload arrived, so it was cancelled: nothing of"
-            " it was kept or imported"
-        ) from None
+        from memoro.imports.upload import erased_upload
+
+        raise erased_upload(user_id) from None
 
 
 def _stopping_with_a_count(

@@ -25,7 +25,8 @@ from click.testing import CliRunner, Result
 
 from memoro.cli import cli
 from memoro.client import MemoroClient
-from memoro.errors import InvalidInput, UserErased
+from memoro.errors import Busy, InvalidInput, UserErased
+from memoro.imports import upload as upload_module
 from memoro.models import NewTurn, UserDeletion
 from memoro.service import Memoro
 from memoro.settings import Settings
@@ -232,6 +233,43 @@ def test_an_upload_cut_short_by_an_erase_says_its_user_was_erased(
     again = upload(working, "ann", "export.json", export_of(tmp_path, 20))  # the id, at once
     working.index_pending()
     assert working.import_status("ann", again).status.value == "done"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("erased_by", ["this process", "another process"])
+def test_uploads_arriving_at_an_erase_hold_no_slot_and_end_at_their_next_bytes(
+    backend: Backend,  # noqa: F811
+    services: tuple[Memoro, Memoro],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    erased_by: str,
+) -> None:
+    """The id takes a new upload at once after an erase: two uploads still
+    trickling in kept both of the user's slots (429) for as long as their
+    client kept sending. They end instead, with UserErased, at their next
+    bytes (an erase by another server is seen within ERASE_CHECK_SECONDS;
+    none here, so the test need not wait)."""
+    working, erasing = services
+    if erased_by == "another process":
+        monkeypatch.setattr(upload_module, "ERASE_CHECK_SECONDS", 0.0)
+    arriving = [working.start_upload("ann", f"slow-{i}.json") for i in range(2)]
+    for upload_ in arriving:
+        upload_.write(b"[")
+    with pytest.raises(Busy):
+        working.start_upload("ann", "third.json")
+    (working if erased_by == "this process" else erasing).delete_user("ann")
+    again = working.start_upload("ann", "export.json")  # at once: no slot is held
+    cancelled = "ann was erased while this upload arrived, so it was cancelled: nothing of it"
+    for upload_ in arriving:
+        with pytest.raises(UserErased, match=cancelled):
+            upload_.write(b" " * 1000)
+        upload_.close()  # as the server does once it has answered
+    assert working._arriving == {"ann": [working._arriving["ann"][0]]}  # the new one's
+    again.write(export_of(tmp_path, 20))
+    imported = working.finish_upload(again, "auto").id
+    working.index_pending()
+    assert working.import_status("ann", imported).status.value == "done"  # type: ignore[union-attr]
+    assert len(working.conversation_turns("ann", "c0")) == 20
+    assert working._arriving == {}
 
 
 def test_over_http_an_upload_cut_short_by_an_erase_is_409_user_erased(

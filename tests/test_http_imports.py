@@ -294,7 +294,7 @@ def test_one_user_may_have_only_so_many_uploads_arriving_at_once(tmp_path: Path)
         # first, and that held upload got the 429 instead (seen on a loaded
         # machine: the test then waited for a 429 that never came)
         deadline = time.monotonic() + 60
-        while service._arriving.get("ann", 0) < 2:
+        while len(service._arriving.get("ann", [])) < 2:
             assert time.monotonic() < deadline, "the held uploads never began"
             time.sleep(0.01)
         with client(url, "ann") as ann, client(url, "bob") as bob:

@@ -6,14 +6,27 @@ seekable binary file for the import."""
 from __future__ import annotations
 
 import io
+import threading
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from memoro.errors import TooLarge
+from memoro.errors import TooLarge, UserErased
 
 PART = 1 << 20
 """Bytes per stored part."""
+ERASE_CHECK_SECONDS = 1.0
+"""How often an arriving upload asks the database whether its user was
+erased (by another process: an erase in this one tells it at once)."""
+
+
+def erased_upload(user_id: str) -> UserErased:
+    """The error of an upload whose user was erased while it arrived."""
+    return UserErased(
+        f"{user_id} was erased while this upload arrived, so it was cancelled: nothing of"
+        " it was kept or imported"
+    )
 
 
 class Parts(Protocol):
@@ -31,10 +44,15 @@ class Parts(Protocol):
 
     def upload_part(self, user_id: str, import_id: str, part: int) -> bytes | None: ...
 
+    def check_epoch(self, user_id: str, epoch: int) -> None: ...
+
 
 class Upload:
     """Bytes of one export as they arrive. ``write`` them, then ``finish``
-    queues the import for a worker; ``abandon`` forgets what came."""
+    queues the import for a worker; ``abandon`` forgets what came. Once its
+    user is erased (``erased`` is set by an erase in this process; the
+    database is asked every ERASE_CHECK_SECONDS for one in another), the
+    next ``write`` raises UserErased."""
 
     def __init__(
         self,
@@ -45,6 +63,7 @@ class Upload:
         on_close: Callable[[], None] = lambda: None,
         *,
         epoch: int,
+        erased: threading.Event | None = None,
     ) -> None:
         self.store = store
         self.user_id = user_id
@@ -56,6 +75,8 @@ class Upload:
         self._buffer = bytearray()
         self._parts = 0
         self._on_close: Callable[[], None] | None = on_close
+        self._erased = erased or threading.Event()
+        self._checked = time.monotonic()
         store.create_upload(user_id, self.id, file_name, "auto", epoch=epoch)
 
     def close(self) -> None:
@@ -66,6 +87,7 @@ class Upload:
             on_close()
 
     def write(self, data: bytes) -> None:
+        self._check_erased()
         self.size += len(data)
         if self.size > self.limit:
             raise TooLarge(
@@ -89,6 +111,16 @@ class Upload:
             self.store.drop_upload(self.user_id, self.id)
         finally:
             self.close()
+
+    def _check_erased(self) -> None:
+        if time.monotonic() - self._checked >= ERASE_CHECK_SECONDS:
+            self._checked = time.monotonic()
+            try:
+                self.store.check_epoch(self.user_id, self.epoch)
+            except UserErased:
+                self._erased.set()
+        if self._erased.is_set():
+            raise erased_upload(self.user_id)
 
     def _flush(self, size: int) -> None:
         self.store.add_upload_part(self.user_id, self.id, self._parts, bytes(self._buffer[:size]))
