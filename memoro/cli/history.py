@@ -168,7 +168,8 @@ def _turn_from_stdin() -> tuple[str, str, str | None]:
     default=SEARCH_DEFAULT,
     show_default=True,
     type=click.IntRange(1, MAX_SEARCH_LIMIT),
-    help=f"Show at most this many past turns, best first (1 to {MAX_SEARCH_LIMIT}).",
+    metavar="N",
+    help="Show at most this many past turns, best first.",  # click adds the range
 )
 @click.option(
     "--mode",

@@ -21,7 +21,15 @@ from memoro.cli._app import (
 )
 from memoro.errors import BlockChanged
 from memoro.inputs import LIST_MAX
-from memoro.models import DeleteResult, Outcome, Writer, WriteResult, block_json, utc_text
+from memoro.models import (
+    DeleteResult,
+    Outcome,
+    Writer,
+    WriteResult,
+    WriteSource,
+    block_json,
+    utc_text,
+)
 from memoro.words import plural
 
 ETAG = re.compile(r"[0-9a-f]{32}")
@@ -272,7 +280,12 @@ def memory_clear(ctx: click.Context, user: str, yes: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the entries as JSON.")
 @click.pass_context
 def memory_audit(ctx: click.Context, user: str, limit: int, as_json: bool) -> None:
-    """List the recorded writes and deletes, newest first."""
+    """List the recorded writes and deletes, newest first.
+
+    Each entry gives its time, writer (user or model), operation and the
+    counts of lines removed and added, then those lines; a write a memory
+    review made (applied, or its proposal accepted) says so.
+    """
     entries = open_memoro(ctx).audit(user, limit=limit)
     if as_json:
         print_json([entry.to_json() for entry in entries])
@@ -282,7 +295,9 @@ def memory_audit(ctx: click.Context, user: str, limit: int, as_json: bool) -> No
     for entry in entries:
         at = utc_text(entry.at, seconds=True)
         counts = f"-{entry.removed_count} +{entry.added_count}"
-        click.echo(f"{at}  {entry.writer.value:<5}  {entry.operation.value:<6}  {counts}")
+        # a review's write is the model's, but not from a chat: say where it came from
+        source = "  (a memory review)" if entry.source is WriteSource.REVIEW else ""
+        click.echo(f"{at}  {entry.writer.value:<5}  {entry.operation.value:<6}  {counts}{source}")
         for line in entry.removed_lines:
             click.echo(f"    - {line}")
         for line in entry.added_lines:

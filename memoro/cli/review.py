@@ -119,6 +119,11 @@ def _described(found: Proposal, user: str) -> str:
     count = f"{found.count:,}/{LIMIT:,} characters"
     if found.applied:
         head = f"Saved the review's block: it {changes} ({count}; {read})."
+    elif found.stale:  # said first: whoever reads only the first line must not accept it
+        head = (
+            "Out of date, not saved: the memory changed since this proposal was made."
+            f" It {changes} of the block as it was then ({count}; {read})."
+        )
     else:
         head = f"Proposed, not saved: it {changes} ({count}; {read})."
     lines = [head]

