@@ -12,9 +12,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from memoro.client import MemoroClient
+from memoro.errors import InvalidInput
 from memoro.service import Memoro
 from memoro.testing import ScriptedLLM, call
+from memoro.web.security import AuthConfig
 from tests.test_review_interfaces import BETTER, _history, model
+from tests.test_watch import SIGNER
+from tests.web_server import SECRET, running
 
 
 def memoro(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -68,3 +75,22 @@ def test_search_help_gives_the_limits_range_once(tmp_path: Path) -> None:
     assert shown.returncode == 0, shown.stderr
     words = " ".join(shown.stdout.split())
     assert "1<=x<=50" in words and "1 to 50" not in words, words
+
+
+def test_a_token_for_another_user_gets_advice_a_cli_user_can_follow(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    carol = SIGNER.issue("carol")
+    with (
+        Memoro.open(tmp_path / "server", embedder="keyword", worker=False) as served,
+        running(served, AuthConfig.build("token", SECRET, "local")) as url,
+    ):
+        args = ("watch", str(logs), "--user", "dave", "--server", url, "--token", carol, "--once")
+        refused = memoro(tmp_path / "home", *args)
+        assert refused.returncode == 1, refused.stderr
+        assert "token is for user 'carol', not 'dave'" in refused.stderr
+        assert "--user carol" in refused.stderr and "a token for 'dave'" in refused.stderr
+        assert "function" not in refused.stderr and "Traceback" not in refused.stderr
+        with MemoroClient(url, carol) as client, pytest.raises(InvalidInput) as python:
+            client.record_turn("dave", "c", "Q", "A")
+        assert "pass a function from user id to token" in str(python.value)  # Python's advice

@@ -277,7 +277,7 @@ def test_watch_into_a_remote_server_for_two_users(
         "--state",
         str(tmp_path / "s"),
     )
-    assert refused.exit_code == 1 and "refused the token" in refused.stderr
+    assert refused.exit_code == 1 and "token is for user 'bob', not 'ann'" in refused.stderr
 
 
 def test_a_turn_sent_with_a_title_names_its_conversation(server: str, web_service: Memoro) -> None:

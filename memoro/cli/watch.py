@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import signal
 import threading
 import time
@@ -21,7 +22,7 @@ import click
 from memoro.cli._app import cli, log_to_stderr, user_option
 from memoro.cli._progress import plural
 from memoro.cli.history import index_own, no_index_option
-from memoro.client import MemoroClient
+from memoro.client import MemoroClient, TokenForAnotherUser
 from memoro.errors import InvalidInput, StoreError, Unauthorized, UserErased
 from memoro.imports.follow import Follower, Imported, StateGone, Store
 from memoro.imports.model import ImportedConversation, Tally
@@ -269,6 +270,13 @@ def _check_server(client: MemoroClient, user: str) -> int | None:
     epoch; a server not up yet is tried again with every look (None)."""
     try:
         client.list_conversations(user, limit=1)
+    except TokenForAnotherUser as exc:
+        raise click.ClickException(
+            f"the token is for user {exc.token_user!r}, not {exc.user!r}: the server stores"
+            " turns for the token's user only. Follow the logs as that user"
+            f" (--user {shlex.quote(exc.token_user)}), or give a token for {exc.user!r}"
+            " (--token or MEMORO_SERVER_TOKEN)"
+        ) from None
     except (InvalidInput, Unauthorized) as exc:
         raise click.ClickException(f"the server refused the token: {exc}") from None
     except StoreError as exc:

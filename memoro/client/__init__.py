@@ -29,6 +29,7 @@ from memoro.client._calls import (
     Calls,
     T,
     Token,
+    TokenForAnotherUser,
     fail,
     request,
     server_url,
@@ -51,7 +52,7 @@ from memoro.models import (
 from memoro.prompt import SystemPrompt
 from memoro.tools import ToolResult, execute
 
-__all__ = ["AsyncMemoroClient", "MemoroClient"]
+__all__ = ["AsyncMemoroClient", "MemoroClient", "TokenForAnotherUser"]
 
 
 class MemoroClient:

@@ -159,6 +159,19 @@ def _epoch(epoch: int | None) -> dict[str, int]:
     return {} if epoch is None else {"epoch": epoch}
 
 
+class TokenForAnotherUser(InvalidInput):
+    """A string token whose user is not the user asked for: refused before
+    anything is sent. ``token_user`` and ``user`` let a front end (the CLI)
+    give its own advice."""
+
+    def __init__(self, token_user: str, user: str) -> None:
+        super().__init__(
+            f"this client's token is for user {token_user!r}, not {user!r}: the server acts for"
+            " the token's user only (pass a function from user id to token to serve many)"
+        )
+        self.token_user, self.user = token_user, user
+
+
 class Calls:
     """The requests behind each method, and how their answers become
     memoro's typed results; the two clients only send them."""
@@ -179,10 +192,7 @@ class Calls:
         except jwt.PyJWTError:
             named = None  # not a JWT memoro can read: the server will say
         if named is not None and named != user_id:
-            raise InvalidInput(
-                f"this client's token is for user {named!r}, not {user_id!r}: the server acts for"
-                " the token's user only (pass a function from user id to token to serve many)"
-            )
+            raise TokenForAnotherUser(named, user_id)
         return {"Authorization": f"Bearer {self.token}", **meant}
 
     def read_block(self, user_id: str) -> Call[StoredBlock | None]:
