@@ -8,6 +8,7 @@ the local model said before it starts."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,8 +20,9 @@ from memoro.errors import InvalidInput
 from memoro.service import Memoro
 from memoro.testing import ScriptedLLM, call
 from memoro.web.security import AuthConfig
+from tests.session_logs import ClaudeCodeSession
 from tests.test_review_interfaces import BETTER, _history, model
-from tests.test_watch import SIGNER
+from tests.test_watch import SIGNER, Lines
 from tests.web_server import SECRET, running
 
 
@@ -94,3 +96,52 @@ def test_a_token_for_another_user_gets_advice_a_cli_user_can_follow(tmp_path: Pa
         with MemoroClient(url, carol) as client, pytest.raises(InvalidInput) as python:
             client.record_turn("dave", "c", "Q", "A")
         assert "pass a function from user id to token" in str(python.value)  # Python's advice
+
+
+def test_watch_set_up_before_the_hosts_first_session_waits_for_their_folders(
+    tmp_path: Path,
+) -> None:
+    """A service started before Claude Code or Codex CLI ever ran: no
+    restart loop, it says once that it waits, follows the folder once it
+    appears, and a SIGTERM still ends it at once; --once exits 1."""
+    home = tmp_path / "user"
+    home.mkdir()
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": "",
+        "CODEX_HOME": "",
+        "MEMORO_HOME": str(tmp_path / "memoro"),
+        "MEMORO_EMBEDDER": "keyword",
+        "PYTHONUNBUFFERED": "1",
+    }
+    once = memoro(tmp_path / "memoro", "watch", "-u", "ann", "--once", HOME=str(home))
+    assert once.returncode == 1 and "no session logs found at" in once.stderr
+    assert "Traceback" not in once.stderr
+    command = [sys.executable, "-m", "memoro", "watch", "-u", "ann", "--interval", "0.2"]
+    watcher = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert watcher.stdout is not None and watcher.stderr is not None
+    out, err = Lines(watcher.stdout), Lines(watcher.stderr)
+    claude = home / ".claude" / "projects"
+    try:
+        waiting = err.next()
+        assert waiting.startswith(
+            f"Waiting for {claude} or {home / '.config' / 'claude' / 'projects'} or"
+            f" {home / '.codex' / 'sessions'} to appear"
+        ), waiting
+        assert watcher.poll() is None  # still there: nothing to restart
+        session = ClaudeCodeSession(claude / "-home-ann-shop" / "s.jsonl")
+        session.path.parent.mkdir(parents=True)
+        session.write(session.turn("First question", ["First answer"]))
+        assert err.next().endswith(f"  {claude} appeared: following it\n")
+        assert "1 new turn in “First question”" in out.next()
+        watcher.send_signal(signal.SIGTERM)
+        assert watcher.wait(30) == 0
+        assert "Imported 1 new turn." in err.next()
+    finally:
+        watcher.kill()
+        watcher.wait(30)
+        out.close()
+        err.close()

@@ -98,7 +98,9 @@ def watch(
 
     PATHS are session logs or folders searched through (default: Claude
     Code's ~/.claude/projects and Codex CLI's ~/.codex/sessions, or where
-    CLAUDE_CONFIG_DIR and CODEX_HOME put them). Every log
+    CLAUDE_CONFIG_DIR and CODEX_HOME put them); a folder of these not there
+    yet is followed once it appears (with --once and none there, it exits
+    with status 1). Every log
     is imported the first time, then read on from where it was as it grows;
     a turn is imported once it is finished — the log says so, the next
     prompt follows it, or the log is quiet for ten minutes — so an answer is
@@ -116,7 +118,7 @@ def watch(
     settings: Settings = ctx.find_root().obj
     log_to_stderr(settings.log_level)
     user = check_user(user)  # a bad id is refused before anything is read
-    roots = _roots(paths)
+    roots, absent = _roots(paths, once)
     target = server.rstrip("/") if server else settings.database_words()
     folder = state or settings.home / "watch" / state_name(user, target)
     memoro: Memoro | None = None
@@ -141,12 +143,12 @@ def watch(
     ctx.call_on_close(follower.close)
     where = f"memoro serve at {target}" if server else target
     click.echo(
-        f"Following {', '.join(str(r) for r in roots)} for {user!r} into {where}"
+        f"{_following(roots, absent)} for {user!r} into {where}"
         f" (state: {folder}).{'' if once else ' Ctrl-C stops.'}",
         err=True,
     )
     try:
-        total = _follow(follower, store, stop, interval, once, erased, indexing)
+        total = _follow(follower, store, stop, interval, once, erased, indexing, absent)
     except UserErased:
         follower.abandon()  # nothing it read is kept, not even in its state folder
         click.echo(
@@ -213,6 +215,7 @@ def _follow(
     once: bool,
     erased: Callable[[], None],
     indexing: Indexing | None = None,
+    absent: list[Path] | None = None,
 ) -> Tally:
     """Look at the logs every ``interval`` seconds until stopped (once, with
     ``once``), printing a line per log that brought turns (and when they
@@ -220,12 +223,17 @@ def _follow(
     minutes and tried again.
     ``erased`` raises UserErased once the user was erased (checked before
     each look; a store raises it too), and so does a state folder removed
-    under the follower when that is why."""
+    under the follower when that is why. A folder of ``absent`` is said
+    once it appears (and is followed from then on)."""
+    absent = list(absent or [])
     total = Tally()
     failing = False
     said = 0.0
     indexing = indexing or Indexing("")
     while not stop.is_set():
+        for appeared in [p for p in absent if p.exists()]:
+            absent.remove(appeared)
+            click.echo(f"{_now()}  {appeared} appeared: following it", err=True)
         try:
             erased()
             for found in follower.poll(store, stop.is_set):
@@ -363,20 +371,40 @@ def describe(found: Imported, note: str = "") -> str | None:
     return words
 
 
-def _roots(paths: tuple[Path, ...]) -> list[Path]:
+def _roots(paths: tuple[Path, ...], once: bool) -> tuple[list[Path], list[Path]]:
+    """The logs or folders to follow, and those of them not there yet: the
+    hosts' own folders are followed from when they appear (a service set up
+    before the first session of Claude Code or Codex CLI waits for them)."""
     if paths:
         missing = [p for p in paths if not p.exists()]
         if missing:
             raise click.ClickException(f"no such file or folder: {missing[0]}")
-        return list(paths)
-    found = [p for p in default_logs() if p.exists()]
-    if not found:
+        return list(paths), []
+    defaults = default_logs()
+    found = [p for p in defaults if p.exists()]
+    if once and not found:
         raise click.ClickException(
             "no session logs found at "
-            + " or ".join(str(p) for p in default_logs())
+            + " or ".join(str(p) for p in defaults)
             + ": name the logs or folders to follow"
         )
-    return found
+    if once:
+        return found, []
+    return defaults, [p for p in defaults if not p.exists()]
+
+
+def _following(roots: list[Path], absent: list[Path]) -> str:
+    """What the first line says is followed."""
+    there = [str(r) for r in roots if r not in absent]
+    if not there:
+        return (
+            f"Waiting for {' or '.join(str(p) for p in absent)} to appear (Claude Code and Codex"
+            " CLI make them at their first session), then following them"
+        )
+    if absent:
+        later = " or ".join(str(p) for p in absent)
+        return f"Following {', '.join(there)} (and {later} if it appears)"
+    return f"Following {', '.join(there)}"
 
 
 def state_name(user: str, target: str) -> str:
