@@ -145,3 +145,42 @@ def test_watch_set_up_before_the_hosts_first_session_waits_for_their_folders(
         watcher.wait(30)
         out.close()
         err.close()
+
+
+def test_the_first_build_of_the_local_model_is_said_before_it_starts(tmp_path: Path) -> None:
+    """A fresh cache: ``turn add`` builds the model before it indexes, and
+    says so on stderr while no model file is there yet; with the model built,
+    nothing is said."""
+    cache = tmp_path / "cache"
+    env = {
+        **os.environ,
+        "XDG_CACHE_HOME": str(cache),
+        "MEMORO_HOME": str(tmp_path / "home"),
+        "MEMORO_EMBEDDER": "local",
+        "PYTHONUNBUFFERED": "1",
+    }
+    args = ["turn", "add", "-u", "ann", "-c", "x", "-q", "hello", "-a", "hi"]
+    first = subprocess.Popen(
+        [sys.executable, "-m", "memoro", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert first.stdout is not None and first.stderr is not None
+    out, err = Lines(first.stdout), Lines(first.stderr)
+    try:
+        assert err.next(120).startswith("Building the local search model (only the first time")
+        assert not list(cache.glob("memoro/*.onnx"))  # said before the model was built
+        assert first.wait(300) == 0
+        assert out.next().startswith("Recorded turn 1")
+    finally:
+        first.kill()
+        first.wait(30)
+        out.close()
+        err.close()
+    assert list(cache.glob("memoro/*.onnx"))
+    second = ["turn", "add", "-u", "ann", "-c", "y", "-q", "hello again", "-a", "hi"]
+    again = memoro(tmp_path / "home", *second, XDG_CACHE_HOME=str(cache), MEMORO_EMBEDDER="local")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.startswith("Recorded turn 2") and "Building" not in again.stderr

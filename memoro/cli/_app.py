@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from memoro.errors import MemoroError
+from memoro.history import building
 from memoro.settings import SETTINGS, Settings
 
 if TYPE_CHECKING:
@@ -179,6 +180,24 @@ def cli(ctx: click.Context, /, **settings: str | None) -> None:
     commands work on the same data directly.
     """
     ctx.obj = Settings.from_env(overrides=settings)
+    ctx.call_on_close(building.listen(_say_building()))
+
+
+BUILDING = "Building the local search model (only the first time; a few seconds to a minute)…"
+
+
+def _say_building() -> Callable[[], None]:
+    """Says on stderr, once, that the local model is being built: a command
+    that needs it first waits for the build, and would otherwise wait
+    silently."""
+    said: list[bool] = []
+
+    def say() -> None:
+        if not said:
+            said.append(True)
+            click.echo(BUILDING, err=True)
+
+    return say
 
 
 def open_memoro(ctx: click.Context) -> Memoro:

@@ -30,6 +30,7 @@ from typing import TypeVar
 import platformdirs
 
 from memoro.errors import ConfigError
+from memoro.history import building
 from memoro.store.memory.int8 import offline_runtime as offline_runtime
 
 log = logging.getLogger("memoro.model")
@@ -61,6 +62,7 @@ def locate(weights_dir: Path, variant: str, directory: Path | None = None) -> Pa
     path = directory / f"all-MiniLM-L6-v2-{digest[:16]}-{variant}-b{BUILDER_VERSION}.onnx"
     if _checked(path):
         return path
+    building.starting()  # only now: a model already built costs no notice
     try:
         directory.mkdir(parents=True, exist_ok=True)
         with _locked(path.with_name(path.name + ".lock")):
