@@ -183,4 +183,4 @@ def test_the_first_build_of_the_local_model_is_said_before_it_starts(tmp_path: P
     second = ["turn", "add", "-u", "ann", "-c", "y", "-q", "hello again", "-a", "hi"]
     again = memoro(tmp_path / "home", *second, XDG_CACHE_HOME=str(cache), MEMORO_EMBEDDER="local")
     assert again.returncode == 0, again.stderr
-    assert again.stdout.startswith("Recorded turn 2") and "Building" not in again.stderr
+    assert again.stdout.startswith("Recorded turn") and "Building" not in again.stderr
