@@ -458,7 +458,7 @@ class SearchHit:
     text: str
     score: float
     seq: int | None = None
-    """Set by the service (``Memoro.search``); None before."""
+    """None only from a server older than this field."""
 
     def to_json(self) -> dict[str, object]:
         return {

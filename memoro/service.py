@@ -9,7 +9,6 @@ import atexit
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -387,13 +386,9 @@ class Memoro(Transfers, Reviews):
 
         start = time.perf_counter()
         try:
-            hits = history_search.search(
+            return history_search.search(
                 self.store, self.embedder, user_id, query, limit, mode, window
             )
-            seqs = self.store.turn_seqs(user_id, [hit.turn_id for hit in hits])
-            # a hit whose conversation was deleted since is gone, as its chunks are
-            placed = [replace(h, seq=seqs[h.turn_id]) for h in hits if h.turn_id in seqs]
-            return SearchHits(placed, hits.warnings)
         finally:
             metrics.observe_search(mode.value, time.perf_counter() - start)
 

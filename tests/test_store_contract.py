@@ -260,7 +260,7 @@ def test_both_backends_score_keywords_by_the_one_bm25_formula(block_store: Store
         assert block_store.save_index(job, "w", turn_id, [text], None, None)
     stored = {
         chunk: (text, found)
-        for chunk, (_, _, _, text) in block_store.chunk_hits("ann", list(range(1, 50))).items()
+        for chunk, (_, _, _, text, _) in block_store.chunk_hits("ann", list(range(1, 50))).items()
         for found in [keywords.chunk_terms(text)]
     }
     assert sorted(text for text, _ in stored.values()) == sorted(texts)
@@ -298,7 +298,7 @@ def test_a_turns_question_also_scores_on_its_own(block_store: Store) -> None:
         chunks_of[turn_id] = chunking.chunk(chunking.turn_text(question, answer))
         assert block_store.save_index(job, "w", turn_id, chunks_of[turn_id], None, None)
     stored = {}
-    for chunk_id, (turn_id, _, _, text) in block_store.chunk_hits("ann", range(1, 99)).items():
+    for chunk_id, (turn_id, _, _, text, _) in block_store.chunk_hits("ann", range(1, 99)).items():
         question = turns[[r.turn_id for r in recorded].index(turn_id)][0]
         part = keywords.question_parts(question, chunks_of[turn_id])[0]
         stored[chunk_id] = (turn_id, keywords.chunk_terms(text, part))
@@ -346,7 +346,8 @@ def test_several_turns_index_in_one_transaction_and_a_job_no_longer_held_stores_
         for i, job in enumerate(jobs)
     ]
     assert block_store.save_indexes("w", items, None) == [True, False, True]
-    indexed = {turn_id for turn_id, _, _, _ in block_store.chunk_hits("ann", range(1, 99)).values()}
+    hits = block_store.chunk_hits("ann", range(1, 99)).values()
+    indexed = {turn_id for turn_id, _, _, _, _ in hits}
     assert indexed == {items[0].turn_id, items[2].turn_id} and set(turns) >= indexed
     assert block_store.count_jobs("ann")[JobStatus.PENDING] == 1
     hits = block_store.keyword_search("ann", "heron", 10)

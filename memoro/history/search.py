@@ -163,8 +163,8 @@ def search(
     hits = []
     for r in ranked:
         if r.chunk_id in chunks:
-            turn_id, conversation_id, at, text = chunks[r.chunk_id]
-            hits.append(SearchHit(turn_id, conversation_id, at, text, r.score))
+            turn_id, conversation_id, at, text, seq = chunks[r.chunk_id]
+            hits.append(SearchHit(turn_id, conversation_id, at, text, r.score, seq))
     return SearchHits(hits, found.warnings)
 
 

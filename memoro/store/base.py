@@ -249,11 +249,6 @@ class HistoryStore(Protocol):
         """A turn of the user by id, for the worker."""
         ...
 
-    def turn_seqs(self, user_id: str, turn_ids: Sequence[int]) -> dict[int, int]:
-        """Each of the user's turns by id → its place in its conversation
-        (``seq``, 1 for the first), of conversations not deleted."""
-        ...
-
     def save_index(
         self,
         job: Job,
@@ -369,8 +364,9 @@ class SearchIndex(Protocol):
 
     def chunk_hits(
         self, user_id: str, chunk_ids: Sequence[int]
-    ) -> dict[int, tuple[int, str, datetime, str]]:
-        """(turn, conversation, time, text) of each visible chunk."""
+    ) -> dict[int, tuple[int, str, datetime, str, int]]:
+        """(turn, conversation, time, text, place of the turn in its
+        conversation) of each visible chunk."""
         ...
 
 

@@ -177,18 +177,6 @@ class SqlTurns(SqlQueue):
             ).fetchone()
         return turn_from_row(self.dialect, row) if row else None
 
-    def turn_seqs(self, user_id: str, turn_ids: Sequence[int]) -> dict[int, int]:
-        if not turn_ids:
-            return {}
-        marks = ", ".join("?" * len(turn_ids))
-        with self._read(user_id) as conn:
-            rows = conn.execute(
-                f"SELECT t.id, t.seq FROM turns t{VISIBLE}"
-                f" WHERE t.user_id = ? AND t.id IN ({marks})",
-                (user_id, *turn_ids),
-            ).fetchall()
-        return {row["id"]: row["seq"] for row in rows}
-
     def list_conversations(
         self, user_id: str, before: datetime | None = None
     ) -> list[Conversation]:

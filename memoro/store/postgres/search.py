@@ -27,15 +27,18 @@ class PgSearch(IndexedSearch, SqlBackend):
 
     def chunk_hits(
         self, user_id: str, chunk_ids: Sequence[int]
-    ) -> dict[int, tuple[int, str, datetime, str]]:
+    ) -> dict[int, tuple[int, str, datetime, str, int]]:
         if not chunk_ids:
             return {}
         with self.pipelined(user_id) as conn:
             cursor = conn.execute(
-                "SELECT c.id, t.id AS turn_id, t.conversation_id, t.at, c.text"
+                "SELECT c.id, t.id AS turn_id, t.conversation_id, t.at, c.text, t.seq"
                 + VISIBLE_CHUNKS
                 + " WHERE c.user_id = %s AND c.id = ANY(%s)",
                 (user_id, list(chunk_ids)),
             )
         rows = cursor.fetchall()
-        return {r["id"]: (r["turn_id"], r["conversation_id"], r["at"], r["text"]) for r in rows}
+        return {
+            r["id"]: (r["turn_id"], r["conversation_id"], r["at"], r["text"], r["seq"])
+            for r in rows
+        }

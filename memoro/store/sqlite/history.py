@@ -119,18 +119,19 @@ class History(IndexedSearch, SqlTurns):
 
     def chunk_hits(
         self, user_id: str, chunk_ids: Sequence[int]
-    ) -> dict[int, tuple[int, str, datetime, str]]:
-        """(turn, conversation, time, text) of each visible chunk."""
+    ) -> dict[int, tuple[int, str, datetime, str, int]]:
+        """(turn, conversation, time, text, place of the turn in its
+        conversation) of each visible chunk."""
         if not chunk_ids:
             return {}
         rows = self.db.connect().execute(
-            "SELECT c.id, t.id, t.conversation_id, t.at, c.text FROM chunks c"
+            "SELECT c.id, t.id, t.conversation_id, t.at, c.text, t.seq FROM chunks c"
             " JOIN turns t ON t.id = c.turn_id"
             + VISIBLE
             + f" WHERE +c.user_id = ? AND c.id IN ({_placeholders(len(chunk_ids))})",
             (user_id, *chunk_ids),
         )
-        return {r[0]: (r[1], r[2], datetime.fromisoformat(r[3]), r[4]) for r in rows}
+        return {r[0]: (r[1], r[2], datetime.fromisoformat(r[3]), r[4], r[5]) for r in rows}
 
     # -- embedding models ---------------------------------------------
 
