@@ -14,6 +14,7 @@
  *     ├── UserErased          the user was erased since this work began: it stores nothing more (409)
  *     ├── NoProposal          no pending memory proposal, or a newer one replaced it (404)
  *     ├── ReviewRunning       a review of the user is running already (409)
+ *     ├── TurnRunning         a chat turn of this conversation is still running (409)
  *     ├── Unauthorized        no valid token for the user (401)
  *     │   └── Forbidden       the token is someone else's, or another site (403)
  *     ├── KeysUnavailable     the identity provider's keys could not be fetched
@@ -109,6 +110,14 @@ export declare class NoProposal extends MemoroError {
 }
 /** A review of the user's memory is running already (409). */
 export declare class ReviewRunning extends MemoroError {
+    static readonly code: string;
+}
+/**
+ * A chat turn of this conversation is still running: a conversation takes
+ * one turn at a time, so the message was refused unsent; send it again once
+ * the turn has ended (409).
+ */
+export declare class TurnRunning extends MemoroError {
     static readonly code: string;
 }
 export declare class StoreError extends MemoroError {

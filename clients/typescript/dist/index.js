@@ -4,4 +4,4 @@
  * are in "memoro/ai-sdk".
  */
 export { MemoroClient } from "./client.js";
-export { BlockChanged, Busy, ConfigError, DiskFull, errorFrom, Forbidden, InvalidInput, InvalidUser, KeysUnavailable, MemoroError, MigrationError, ModelError, ModelTimeout, NoModel, NoProposal, NotFound, ReviewRunning, StoreError, TooLarge, Unauthorized, UnknownTool, UserErased, } from "./errors.js";
+export { BlockChanged, Busy, ConfigError, DiskFull, errorFrom, Forbidden, InvalidInput, InvalidUser, KeysUnavailable, MemoroError, MigrationError, ModelError, ModelTimeout, NoModel, NoProposal, NotFound, ReviewRunning, StoreError, TooLarge, TurnRunning, Unauthorized, UnknownTool, UserErased, } from "./errors.js";

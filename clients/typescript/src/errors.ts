@@ -14,6 +14,7 @@
  *     ├── UserErased          the user was erased since this work began: it stores nothing more (409)
  *     ├── NoProposal          no pending memory proposal, or a newer one replaced it (404)
  *     ├── ReviewRunning       a review of the user is running already (409)
+ *     ├── TurnRunning         a chat turn of this conversation is still running (409)
  *     ├── Unauthorized        no valid token for the user (401)
  *     │   └── Forbidden       the token is someone else's, or another site (403)
  *     ├── KeysUnavailable     the identity provider's keys could not be fetched
@@ -138,6 +139,15 @@ export class ReviewRunning extends MemoroError {
   static override readonly code: string = "review_running";
 }
 
+/**
+ * A chat turn of this conversation is still running: a conversation takes
+ * one turn at a time, so the message was refused unsent; send it again once
+ * the turn has ended (409).
+ */
+export class TurnRunning extends MemoroError {
+  static override readonly code: string = "turn_running";
+}
+
 export class StoreError extends MemoroError {
   static override readonly code: string = "store_error";
 }
@@ -170,6 +180,7 @@ const BY_CODE = new Map<string, ErrorClass>(
     ModelTimeout,
     NoProposal,
     ReviewRunning,
+    TurnRunning,
     StoreError,
     DiskFull,
     MigrationError,

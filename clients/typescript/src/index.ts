@@ -25,6 +25,7 @@ export {
   ReviewRunning,
   StoreError,
   TooLarge,
+  TurnRunning,
   Unauthorized,
   UnknownTool,
   UserErased,
