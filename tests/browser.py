@@ -169,10 +169,27 @@ def browser(chromium: Chromium) -> Browser:
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
     """A page in a context of its own, closed after the test (quietly, if
-    the browser died during it: the test has already failed for that)."""
+    the browser died during it: the test has already failed for that).
+    What the page's scripts reported (errors, warnings, failed requests) is
+    printed at the end, so a failing test's output says why a page never
+    got ready."""
     context = browser.new_context()
+    said: list[str] = []
     try:
-        yield context.new_page()
+        page = context.new_page()
+        page.on(
+            "console",
+            lambda m: (
+                said.append(f"console {m.type}: {m.text}")
+                if m.type in ("error", "warning")
+                else None
+            ),
+        )
+        page.on("pageerror", lambda e: said.append(f"page error: {e}"))
+        page.on("requestfailed", lambda r: said.append(f"failed: {r.method} {r.url} {r.failure}"))
+        yield page
     finally:
+        for line in said:
+            print(line)
         with contextlib.suppress(Error):
             context.close()
