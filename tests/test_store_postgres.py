@@ -89,6 +89,7 @@ def test_migrations_run_once(postgres: tuple[str, str]) -> None:
         "question_terms",
         "user_epochs",
         "memory_review",
+        "terms_inline",
     ]
     assert len(rows) == len(migrations.load("postgres"))
 

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import psycopg
 from psycopg.rows import tuple_row
 
@@ -31,28 +32,27 @@ _FETCH = 4096
 _HEADER = 19
 """COPY BINARY's signature, flags and (empty) header extension."""
 
-_FIELDS = 4
-_HEAD = np.dtype(
-    [
-        ("n", ">i2"),
-        ("l1", ">i4"),
-        ("id", ">i8"),
-        ("l2", ">i4"),
-        ("chunk", ">i8"),
-        ("l3", ">i4"),
-        ("turn", ">i8"),
-        ("l4", ">i4"),
-        ("dim", ">u2"),
-        ("unused", ">u2"),
-    ]
-)
-"""The fixed part of a COPY BINARY row of (id, chunk_id, turn_id,
-embedding): field count, then each field's length and value; a pgvector
-value is its dimension, a reserved word, then big-endian float4s."""
+
+def _head(fields: list[tuple[str, str]]) -> np.dtype[Any]:
+    """The fixed part of a COPY BINARY row of int8 ``fields`` then a
+    pgvector value: field count, then each field's length and value; a
+    pgvector value is its dimension, a reserved word, then big-endian
+    float4s."""
+    parts: list[tuple[str, str]] = [("n", ">i2")]
+    for i, (name, kind) in enumerate(fields, 1):
+        parts += [(f"l{i}", ">i4"), (name, kind)]
+    return np.dtype([*parts, ("lv", ">i4"), ("dim", ">u2"), ("unused", ">u2")])
 
 
-def _record(dim: int) -> np.dtype[Any]:
-    return np.dtype([*_HEAD.descr, ("v", ">f4", (dim,))])
+_JOINED = _head([("id", ">i8"), ("chunk", ">i8"), ("turn", ">i8")])
+"""Rows of (id, chunk_id, turn_id, embedding)."""
+_ALONE = _head([("id", ">i8"), ("chunk", ">i8")])
+"""Rows of (id, chunk_id, embedding): the turn ids come from the chunks
+this snapshot has read."""
+
+
+def _record(head: np.dtype[Any], dim: int) -> np.dtype[Any]:
+    return np.dtype([*head.descr, ("v", ">f4", (dim,))])
 
 
 class PgSnapshot:
@@ -67,6 +67,11 @@ class PgSnapshot:
         self._copies: bool | None = None
         """Whether this role may read saved copies, with the generation."""
         self._kinds: set[str] | None = None
+        self._turn_of: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
+        """Every chunk's id (ascending) and turn id, once ``chunks`` has
+        read them all: the vectors then come without a join."""
+        self._chunk_ids: npt.NDArray[np.int64] | None = None
+        """The user's chunk ids, read by ``turns`` for ``chunks``."""
 
     def _rows(self, sql: str, params: tuple[object, ...]) -> list[tuple[Any, ...]]:
         with self._conn.cursor(row_factory=tuple_row, binary=True) as cursor:
@@ -93,8 +98,9 @@ class PgSnapshot:
         with (
             self._conn.cursor(row_factory=tuple_row, binary=True) as hidden,
             self._conn.cursor(row_factory=tuple_row, binary=True) as turns,
+            self._conn.cursor(row_factory=tuple_row, binary=True) as chunks,
         ):
-            with self._conn.pipeline():  # both in one round trip
+            with self._conn.pipeline():  # in one round trip, with what chunks() reads first
                 hidden.execute(
                     "SELECT id FROM conversations WHERE user_id = %s AND deleted_at IS NOT NULL",
                     (self._user,),
@@ -102,24 +108,33 @@ class PgSnapshot:
                 turns.execute(
                     "SELECT id, conversation_id, seq FROM turns WHERE user_id = %s", (self._user,)
                 )
+                chunks.execute(_CHUNK_IDS, (self._user,))
+            self._chunk_ids = _ids(chunks.fetchall())
             return [(t[0], t[1], t[2]) for t in turns.fetchall()], {r[0] for r in hidden.fetchall()}
 
     def chunks(self) -> Iterator[ChunkRows]:
-        # pages by id: a typical user's come in one statement, a large
-        # user's a page at a time (a bounded peak, as a cursor would give,
-        # without declaring one)
-        after = 0
-        while True:
+        # the ids first (narrow, in index order), then the rows a page of ids
+        # at a time, unsorted: a page sorted by the server would sort whole
+        # rows, terms and all, and spill to disk past work_mem
+        ids = self._chunk_ids
+        if ids is None:
+            ids = _ids(self._rows(_CHUNK_IDS, (self._user,)))
+        self._chunk_ids = None
+        turns: list[npt.NDArray[np.int64]] = [np.zeros(0, np.int64)]
+        for start in range(0, len(ids), _FETCH):
+            page = ids[start : start + _FETCH]
             rows = self._rows(
                 "SELECT c.id, c.turn_id, c.terms, c.length, c.question_length FROM chunks c"
-                " WHERE c.user_id = %s AND c.id > %s ORDER BY c.id LIMIT %s",
-                (self._user, after, _FETCH),
+                " WHERE c.user_id = %s AND c.id BETWEEN %s AND %s",
+                (self._user, int(page[0]), int(page[-1])),
             )
-            if rows:
-                yield _chunk_rows(rows)
-            if len(rows) < _FETCH:
-                return
-            after = rows[-1][0]
+            rows.sort(key=_first)
+            if len(rows) != len(page):
+                raise ValueError("a page of chunks changed within one snapshot")
+            chunk_rows = _chunk_rows(rows)
+            turns.append(np.array(chunk_rows.turns, dtype=np.int64))
+            yield chunk_rows
+        self._turn_of = (ids, np.concatenate(turns))
 
     def new_chunks(self, after: int) -> ChunkRows:
         rows = self._rows(_NEW_CHUNKS, (self._user, after))
@@ -127,19 +142,29 @@ class PgSnapshot:
 
     def vectors(self, model: str, after: int) -> Iterator[VectorRows]:
         # a deletion removes the conversation's vectors in its transaction,
-        # so every vector here belongs to a visible chunk
-        query = (
-            "COPY (SELECT v.id, v.chunk_id, c.turn_id, v.embedding FROM vectors v"
-            " JOIN chunks c ON c.user_id = v.user_id AND c.id = v.chunk_id"
-            " WHERE v.user_id = %s AND v.model = %s AND v.id > %s) TO STDOUT (FORMAT BINARY)"
-        )
+        # so every vector here belongs to a chunk of this snapshot
+        if self._turn_of is None:
+            yield from self._copy(_COPY_JOINED, _JOINED, (self._user, model, after))
+            return
+        chunk_ids, turn_ids = self._turn_of
+        for batch in self._copy(_COPY_ALONE, _ALONE, (self._user, model, after)):
+            at = np.minimum(np.searchsorted(chunk_ids, batch.chunks), max(len(chunk_ids) - 1, 0))
+            if not len(chunk_ids) or (chunk_ids[at] != batch.chunks).any():
+                raise ValueError("a vector of a chunk this snapshot does not hold")
+            yield VectorRows(batch.ids, batch.chunks, turn_ids[at], batch.vectors)
+
+    def _copy(
+        self, query: str, head: np.dtype[Any], params: tuple[object, ...]
+    ) -> Iterator[VectorRows]:
+        """The rows of a binary COPY of int8 fields and a vector, decoded
+        a batch at a time (the turn ids zero when the query has none)."""
         buffer = bytearray()
         record: np.dtype[Any] | None = None
-        with self._conn.cursor() as cursor, cursor.copy(query, (self._user, model, after)) as copy:
+        with self._conn.cursor() as cursor, cursor.copy(query, params) as copy:
             for data in copy:
                 buffer += data
                 if record is None:
-                    record = _first_record(buffer)
+                    record = _first_record(buffer, head)
                 if record is not None:
                     whole = (len(buffer) - _HEADER) // record.itemsize
                     if whole >= _FETCH:
@@ -210,6 +235,27 @@ def snapshot(conn: psycopg.Connection[Any], user_id: str) -> Iterator[PgSnapshot
             conn.execute("ROLLBACK")
         conn.autocommit = False
 
+
+_CHUNK_IDS = "SELECT id FROM chunks WHERE user_id = %s ORDER BY id"
+
+
+def _ids(rows: list[tuple[Any, ...]]) -> npt.NDArray[np.int64]:
+    return np.fromiter((r[0] for r in rows), np.int64, len(rows))
+
+
+def _first(row: tuple[Any, ...]) -> Any:
+    return row[0]
+
+
+_COPY_JOINED = (
+    "COPY (SELECT v.id, v.chunk_id, c.turn_id, v.embedding FROM vectors v"
+    " JOIN chunks c ON c.user_id = v.user_id AND c.id = v.chunk_id"
+    " WHERE v.user_id = %s AND v.model = %s AND v.id > %s) TO STDOUT (FORMAT BINARY)"
+)
+_COPY_ALONE = (
+    "COPY (SELECT v.id, v.chunk_id, v.embedding FROM vectors v"
+    " WHERE v.user_id = %s AND v.model = %s AND v.id > %s) TO STDOUT (FORMAT BINARY)"
+)
 
 _NEW_CHUNKS = (
     "SELECT c.id, c.turn_id, c.terms, c.length, c.question_length, t.conversation_id,"
@@ -305,24 +351,30 @@ def _vector_rows(rows: list[tuple[Any, ...]]) -> VectorRows:
     )
 
 
-def _first_record(buffer: bytearray) -> np.dtype[Any] | None:
+def _first_record(buffer: bytearray, head: np.dtype[Any]) -> np.dtype[Any] | None:
     """The record type, once the first row's fixed part has arrived (None
     when the result is empty: the buffer then holds only the trailer)."""
-    if len(buffer) < _HEADER + _HEAD.itemsize:
+    if len(buffer) < _HEADER + head.itemsize:
         return None
-    head = np.frombuffer(bytes(buffer[_HEADER : _HEADER + _HEAD.itemsize]), _HEAD)[0]
-    if head["n"] != _FIELDS:
+    first = np.frombuffer(bytes(buffer[_HEADER : _HEADER + head.itemsize]), head)[0]
+    if first["n"] != _fields(head):
         return None
-    return _record(int(head["dim"]))
+    return _record(head, int(first["dim"]))
+
+
+def _fields(head: np.dtype[Any]) -> int:
+    assert head.names is not None
+    return sum(name.startswith("l") for name in head.names)
 
 
 def _decode(buffer: bytearray, record: np.dtype[Any], count: int) -> VectorRows:
     rows = np.frombuffer(buffer, record, count=count, offset=_HEADER)
-    if (rows["n"] != _FIELDS).any() or (rows["l4"] != 4 + 4 * rows["dim"]).any():
+    if (rows["n"] != _fields(record)).any() or (rows["lv"] != 4 + 4 * rows["dim"]).any():
         raise ValueError("vectors of one model differ in dimension")
+    assert record.names is not None
     return VectorRows(
         rows["id"].astype(np.int64),
         rows["chunk"].astype(np.int64),
-        rows["turn"].astype(np.int64),
+        rows["turn"].astype(np.int64) if "turn" in record.names else np.zeros(count, np.int64),
         rows["v"].astype(np.float32),
     )
