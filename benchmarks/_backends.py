@@ -24,6 +24,8 @@ class Backend:
     label: str
     url: str | None
     """None for SQLite; else memoro's PostgreSQL URL."""
+    admin: str | None = None
+    """pgserver's superuser URL (None for SQLite and for your own server)."""
 
 
 def add_option(parser: argparse.ArgumentParser) -> None:
@@ -53,6 +55,6 @@ def backend(spec: str) -> Iterator[Backend]:
         from memoro.store.postgres.local import running
 
         with running() as server:
-            yield Backend("PostgreSQL", server.worker)
+            yield Backend("PostgreSQL", server.worker, server.admin)
     else:
         yield Backend("PostgreSQL", spec)
