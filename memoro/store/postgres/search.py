@@ -15,7 +15,15 @@ import psycopg
 
 from memoro.store.dialect import SqlBackend
 from memoro.store.memory.search import IndexedSearch
-from memoro.store.turns import VISIBLE_CHUNKS
+from memoro.store.postgres import by_key
+
+HITS = (
+    "SELECT c.id, t.id AS turn_id, t.conversation_id, t.at, c.text, t.seq FROM chunks c"
+    + by_key.TURN_OF_CHUNK
+    + " WHERE c.user_id = %s AND c.id = ANY(%s) AND"
+    + by_key.SHOWN
+)
+"""The visible ones of some chunks of a user, with their turns."""
 
 
 class PgSearch(IndexedSearch, SqlBackend):
@@ -31,12 +39,7 @@ class PgSearch(IndexedSearch, SqlBackend):
         if not chunk_ids:
             return {}
         with self.pipelined(user_id) as conn:
-            cursor = conn.execute(
-                "SELECT c.id, t.id AS turn_id, t.conversation_id, t.at, c.text, t.seq"
-                + VISIBLE_CHUNKS
-                + " WHERE c.user_id = %s AND c.id = ANY(%s)",
-                (user_id, list(chunk_ids)),
-            )
+            cursor = conn.execute(HITS, (user_id, list(chunk_ids)))
         rows = cursor.fetchall()
         return {
             r["id"]: (r["turn_id"], r["conversation_id"], r["at"], r["text"], r["seq"])

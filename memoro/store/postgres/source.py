@@ -22,6 +22,7 @@ import psycopg
 from psycopg.rows import tuple_row
 
 from memoro.store.memory.source import Changes, ChunkRows, Since, VectorRows
+from memoro.store.postgres import by_key
 
 log = logging.getLogger("memoro.store")
 
@@ -259,17 +260,16 @@ _COPY_ALONE = (
 
 _NEW_CHUNKS = (
     "SELECT c.id, c.turn_id, c.terms, c.length, c.question_length, t.conversation_id,"
-    " t.seq FROM chunks c"
-    " JOIN turns t ON t.user_id = c.user_id AND t.id = c.turn_id"
-    " JOIN conversations cv ON cv.user_id = t.user_id AND cv.id = t.conversation_id"
-    " WHERE c.user_id = %s AND c.id > %s AND cv.deleted_at IS NULL ORDER BY c.id"
+    " t.seq FROM chunks c" + by_key.TURN_OF_CHUNK + " WHERE c.user_id = %s AND c.id > %s"
+    " AND" + by_key.SHOWN + " ORDER BY c.id"
 )
 # a deletion removes the conversation's vectors in its transaction, so every
-# vector here belongs to a visible chunk
+# vector here belongs to a visible chunk; the model is picked in Python, so
+# that the range of ids is the only way in (by the model, the planner may
+# read every vector of a user it takes for a small one)
 _NEW_VECTORS = (
-    "SELECT v.id, v.chunk_id, c.turn_id, v.embedding FROM vectors v"
-    " JOIN chunks c ON c.user_id = v.user_id AND c.id = v.chunk_id"
-    " WHERE v.user_id = %s AND v.model = %s AND v.id > %s ORDER BY v.id"
+    "SELECT v.id, v.chunk_id, " + by_key.CHUNK_TURN + ", v.embedding, v.model FROM vectors v"
+    " WHERE v.user_id = %s AND v.id > %s ORDER BY v.id"
 )
 
 
@@ -302,10 +302,11 @@ def changes(conn: psycopg.Connection[Any], user_id: str, since: Since) -> Change
         cursors[0].execute("SELECT generation FROM history_users WHERE user_id = %s", (user_id,))
         cursors[1].execute(_NEW_CHUNKS, (user_id, since.chunk))
         if since.model is not None:
-            cursors[2].execute(_NEW_VECTORS, (user_id, since.model, since.vector))
+            cursors[2].execute(_NEW_VECTORS, (user_id, since.vector))
     found = cursors[0].fetchall()
     chunks = cursors[1].fetchall()
     vectors = cursors[2].fetchall() if since.model is not None else []
+    vectors = [r for r in vectors if r[4] == since.model]
     for cursor in cursors:
         cursor.close()
     return Changes(
