@@ -259,7 +259,8 @@ class TurnIn(BaseModel):
         default=None,
         description="An idempotency key of the host's choosing (e.g. its message id): a turn"
         " sent again with a key this user already has is stored once: the answer is then 200 with"
-        " the stored turn and created: false.",
+        " the stored turn and created: false. Once you delete the turn's conversation, the key is"
+        " free again: the turn sent again is stored anew (201).",
         json_schema_extra=ID_SCHEMA,
     )
     title: str | None = Field(

@@ -921,7 +921,7 @@ export type components = {
             epoch?: number | null;
             /**
              * Key
-             * @description An idempotency key of the host's choosing (e.g. its message id): a turn sent again with a key this user already has is stored once: the answer is then 200 with the stored turn and created: false.
+             * @description An idempotency key of the host's choosing (e.g. its message id): a turn sent again with a key this user already has is stored once: the answer is then 200 with the stored turn and created: false. Once you delete the turn's conversation, the key is free again: the turn sent again is stored anew (201).
              */
             key?: string | null;
             /**
