@@ -7,6 +7,9 @@ scanned every turn of the user to fetch ten hits."""
 from __future__ import annotations
 
 import random
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +73,7 @@ def test_a_searchs_few_rows_are_read_by_key_on_stale_statistics(stale: str) -> N
         reads = {
             "hits": (HITS, (USER, random.Random(1).sample(chunks, 10))),
             "new chunks": (source._NEW_CHUNKS, (USER, chunks[-4])),
-            "new vectors": (source._NEW_VECTORS, (USER, vectors[-4])),
+            "new vectors": (source._NEW_VECTORS, (USER, model[0], vectors[-4])),
         }
         for name, (sql, params) in reads.items():
             found = conn.execute(sql, params).fetchall()
@@ -105,3 +108,56 @@ def test_a_cached_users_new_vectors_of_another_model_stay_out(
         assert hits and "wading" in hits[0].text
         entry = server.store.vectors.cached(USER, ours.model_id)  # type: ignore[attr-defined]
         assert entry is not None and len(entry.row_chunk) == 1
+
+
+@contextmanager
+def _rows_sent(store: PostgresStore) -> Iterator[list[int]]:
+    """Counts the rows the server sends (DataRow messages) on the
+    connections ``store`` hands out, through libpq's protocol trace."""
+    counted = [0]
+    original = store.connection
+
+    @contextmanager
+    def traced() -> Iterator[Any]:
+        with original() as conn, tempfile.TemporaryFile("w+") as trace:
+            conn.pgconn.trace(trace.fileno())
+            try:
+                yield conn
+            finally:
+                conn.pgconn.untrace()
+                trace.seek(0)
+                counted[0] += sum("DataRow" in line for line in trace)
+
+    store.connection = traced  # type: ignore[method-assign]
+    try:
+        yield counted
+    finally:
+        del store.connection
+
+
+def test_a_cached_search_reads_no_vector_of_another_model(
+    postgres: tuple[str, str], tmp_path: Path
+) -> None:
+    """A server still searching with the old model while a reindex gives
+    every chunk a vector of the new one (C8), all with higher ids: a search
+    of a user it has cached reads what was indexed since of its own model
+    only, not the new model's vectors on every search."""
+    admin, url = postgres
+    pg.clean(admin)
+    ours, theirs = HashEmbedder(), HashEmbedder(model_id="test/other-model", dim=256)
+    with Memoro(PostgresStore(url), Settings(home=tmp_path), embedder=ours, worker=False) as server:
+        for i in range(300):
+            server.record_turn(USER, f"c{i // 50}", f"question {i} about boats", f"answer {i}")
+        server.index_pending()
+        assert server.search(USER, "boats", limit=3)  # the user is cached now
+        with Memoro(
+            PostgresStore(url), Settings(home=tmp_path), embedder=theirs, worker=False
+        ) as reindexing:
+            assert reindexing.reindex() == 300
+        store = server.store
+        assert isinstance(store, PostgresStore)
+        server.search(USER, "boats", limit=3)
+        with _rows_sent(store) as sent:
+            assert server.search(USER, "answer 7", limit=3)
+        # the generation and the hits' texts, not 300 vectors of the other model
+        assert sent[0] < 20, sent[0]

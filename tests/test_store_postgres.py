@@ -90,6 +90,7 @@ def test_migrations_run_once(postgres: tuple[str, str]) -> None:
         "user_epochs",
         "memory_review",
         "terms_inline",
+        "vectors_by_model_id",
     ]
     assert len(rows) == len(migrations.load("postgres"))
 

@@ -264,12 +264,11 @@ _NEW_CHUNKS = (
     " AND" + by_key.SHOWN + " ORDER BY c.id"
 )
 # a deletion removes the conversation's vectors in its transaction, so every
-# vector here belongs to a visible chunk; the model is picked in Python, so
-# that the range of ids is the only way in (by the model, the planner may
-# read every vector of a user it takes for a small one)
+# vector here belongs to a visible chunk (vectors_user_model_id reaches
+# exactly these, migration 23)
 _NEW_VECTORS = (
-    "SELECT v.id, v.chunk_id, " + by_key.CHUNK_TURN + ", v.embedding, v.model FROM vectors v"
-    " WHERE v.user_id = %s AND v.id > %s ORDER BY v.id"
+    "SELECT v.id, v.chunk_id, " + by_key.CHUNK_TURN + ", v.embedding FROM vectors v"
+    " WHERE v.user_id = %s AND v.model = %s AND v.id > %s ORDER BY v.id"
 )
 
 
@@ -302,11 +301,10 @@ def changes(conn: psycopg.Connection[Any], user_id: str, since: Since) -> Change
         cursors[0].execute("SELECT generation FROM history_users WHERE user_id = %s", (user_id,))
         cursors[1].execute(_NEW_CHUNKS, (user_id, since.chunk))
         if since.model is not None:
-            cursors[2].execute(_NEW_VECTORS, (user_id, since.vector))
+            cursors[2].execute(_NEW_VECTORS, (user_id, since.model, since.vector))
     found = cursors[0].fetchall()
     chunks = cursors[1].fetchall()
     vectors = cursors[2].fetchall() if since.model is not None else []
-    vectors = [r for r in vectors if r[4] == since.model]
     for cursor in cursors:
         cursor.close()
     return Changes(
