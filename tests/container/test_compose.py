@@ -148,7 +148,15 @@ def test_the_compose_stack_migrates_serves_indexes_and_restarts(stack: Stack) ->
     server.wait_healthy()
     assert "The PostgreSQL schema is up to date." in stack.container("migrate").logs()
     assert "as memoro_app" in server.logs()  # the role that sees one user at a time
-    assert "memoro worker" in worker.logs() and worker.running()
+    # the worker starts beside the server, not before its health: under load
+    # its first line may come after the server answers
+
+    def worker_started() -> bool:
+        exited = worker.inspect()["State"]["Status"] == "exited"
+        assert not exited, f"the worker exited:\n{worker.logs()}"
+        return "memoro worker" in worker.logs()
+
+    wait_for("the worker's first line", worker_started)
     # each memoro container holds only the secrets it needs
     assert f"MEMORO_SECRET={stack.secrets['MEMORO_SECRET']}" in server.inspect()["Config"]["Env"]
     for secret in ("MEMORO_SECRET", "POSTGRES_PASSWORD", "MEMORO_OWNER_PASSWORD"):
