@@ -10,9 +10,9 @@
 
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { test } from "node:test";
+import { after, test } from "node:test";
 import { promisify } from "node:util";
 
 import { MemoroClient } from "memoro";
@@ -41,6 +41,10 @@ const SDKS = {
 type Sdk = keyof typeof SDKS;
 
 const projects = new Map<Sdk, Promise<string>>();
+
+// the projects live in this package's build/ (their own imports reach its
+// node_modules): none outlives the run
+after(() => rm(join(PACKAGE_DIR, "build", "docs"), { recursive: true, force: true }));
 
 /** The project for `sdk`, made once per run. */
 function project(sdk: Sdk): Promise<string> {
@@ -71,8 +75,13 @@ async function makeProject(sdk: Sdk): Promise<string> {
     "@ai-sdk/anthropic",
     "tsx",
   ]);
+  // this package as a packed install holds it (its manifest and dist/): a
+  // link to the package itself would make a loop, the project being inside it
+  const memoro = join(folder, "node_modules", "memoro");
+  await mkdir(memoro);
+  await copyFile(join(PACKAGE_DIR, "package.json"), join(memoro, "package.json"));
   const links: [string, string][] = [
-    ["memoro", PACKAGE_DIR],
+    [join("memoro", "dist"), join(PACKAGE_DIR, "dist")],
     ["ai", join(MODULES, SDKS[sdk].ai)],
     [join("@ai-sdk", "anthropic"), join(MODULES, SDKS[sdk].anthropic)],
   ];
