@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import psycopg
 
 from memoro.store.postgres.local import OWNER_ROLE, LocalPostgres, as_role, in_database, running
 
-__all__ = ["OWNER_ROLE", "as_role", "clean", "in_database", "start"]
+__all__ = ["OWNER_ROLE", "as_role", "clean", "in_database", "messages", "start"]
 
 
 def start() -> Iterator[LocalPostgres]:
@@ -26,3 +29,29 @@ def clean(admin: str) -> None:
             " jobs, history_users, import_parts, imports, search_indexes, user_epochs,"
             " memory_proposals, review_state RESTART IDENTITY"
         )
+
+
+@contextmanager
+def messages(store: Any, kind: str) -> Iterator[list[int]]:
+    """Counts the server's messages of ``kind`` (libpq's protocol trace
+    names them: "ReadyForQuery" ends a round trip, "DataRow" is a row sent)
+    on the connections a PostgresStore ``store`` hands out."""
+    counted = [0]
+    original = store.connection
+
+    @contextmanager
+    def traced() -> Iterator[Any]:
+        with original() as conn, tempfile.TemporaryFile("w+") as trace:
+            conn.pgconn.trace(trace.fileno())
+            try:
+                yield conn
+            finally:
+                conn.pgconn.untrace()
+                trace.seek(0)
+                counted[0] += sum(kind in line for line in trace)
+
+    store.connection = traced
+    try:
+        yield counted
+    finally:
+        del store.connection

@@ -7,11 +7,7 @@ a role that may not read the saved copies still searches, with a warning."""
 from __future__ import annotations
 
 import logging
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
@@ -44,32 +40,6 @@ def _fresh(url: str, tmp_path: Path) -> Memoro:
     )
 
 
-@contextmanager
-def _round_trips(store: PostgresStore) -> Iterator[list[int]]:
-    """Counts the times the server said it was ready for the next query
-    (one a round trip) on the connections ``store`` hands out, through
-    libpq's own protocol trace."""
-    counted = [0]
-    original = store.connection
-
-    @contextmanager
-    def traced() -> Iterator[Any]:
-        with original() as conn, tempfile.TemporaryFile("w+") as trace:
-            conn.pgconn.trace(trace.fileno())
-            try:
-                yield conn
-            finally:
-                conn.pgconn.untrace()
-                trace.seek(0)
-                counted[0] += sum("ReadyForQuery" in line for line in trace)
-
-    store.connection = traced  # type: ignore[method-assign]
-    try:
-        yield counted
-    finally:
-        del store.connection
-
-
 def test_a_typical_users_first_search_takes_few_round_trips(
     postgres: tuple[str, str], tmp_path: Path
 ) -> None:
@@ -79,7 +49,7 @@ def test_a_typical_users_first_search_takes_few_round_trips(
     with _fresh(url, tmp_path) as m:
         store = m.store
         assert isinstance(store, PostgresStore)
-        with _round_trips(store) as counted:
+        with pg.messages(store, "ReadyForQuery") as counted:
             hits = m.search(USER, "kestrel", limit=3)
         assert hits and hits[0].text.endswith("kestrel")
         # after the pool's checks: the snapshot begun with its generation,

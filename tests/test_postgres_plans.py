@@ -7,9 +7,6 @@ scanned every turn of the user to fetch ten hits."""
 from __future__ import annotations
 
 import random
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -110,31 +107,6 @@ def test_a_cached_users_new_vectors_of_another_model_stay_out(
         assert entry is not None and len(entry.row_chunk) == 1
 
 
-@contextmanager
-def _rows_sent(store: PostgresStore) -> Iterator[list[int]]:
-    """Counts the rows the server sends (DataRow messages) on the
-    connections ``store`` hands out, through libpq's protocol trace."""
-    counted = [0]
-    original = store.connection
-
-    @contextmanager
-    def traced() -> Iterator[Any]:
-        with original() as conn, tempfile.TemporaryFile("w+") as trace:
-            conn.pgconn.trace(trace.fileno())
-            try:
-                yield conn
-            finally:
-                conn.pgconn.untrace()
-                trace.seek(0)
-                counted[0] += sum("DataRow" in line for line in trace)
-
-    store.connection = traced  # type: ignore[method-assign]
-    try:
-        yield counted
-    finally:
-        del store.connection
-
-
 def test_a_cached_search_reads_no_vector_of_another_model(
     postgres: tuple[str, str], tmp_path: Path
 ) -> None:
@@ -157,7 +129,7 @@ def test_a_cached_search_reads_no_vector_of_another_model(
         store = server.store
         assert isinstance(store, PostgresStore)
         server.search(USER, "boats", limit=3)
-        with _rows_sent(store) as sent:
+        with pg.messages(store, "DataRow") as sent:
             assert server.search(USER, "answer 7", limit=3)
         # the generation and the hits' texts, not 300 vectors of the other model
         assert sent[0] < 20, sent[0]
