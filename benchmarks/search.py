@@ -285,7 +285,7 @@ def scale(
                 fresh = Memoro.open(home, embedder=local, worker=False, database_url=where.url)
                 fresh.search("someone else", "warm up the server", limit=10)
                 t0 = time.perf_counter()
-                fresh.search("bench", asked[i], limit=10)
+                fresh.search("bench", asked[i % len(asked)], limit=10)
                 firsts.append((time.perf_counter() - t0) * 1000)
                 fresh.close()
             first = statistics.median(firsts)
@@ -405,10 +405,27 @@ def timed_stages(searcher: Memoro, asked: list[str]) -> dict[str, float]:
     return found
 
 
+def _positive(text: str) -> int:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return int(text)
+
+
+def _sizes(text: str) -> list[int]:
+    return [_positive(part) for part in text.split(",")]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="1000,10000,100000")
-    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--sizes",
+        type=_sizes,
+        default=[1000, 10000, 100000],
+        help="chunks of the user, comma-separated (default: 1000,10000,100000)",
+    )
+    parser.add_argument(
+        "--queries", type=_positive, default=200, help="queries per size (default: 200)"
+    )
     parser.add_argument(
         "--keep",
         type=Path,
@@ -422,7 +439,7 @@ def main() -> None:
     )
     add_option(parser)
     args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
+    sizes: list[int] = args.sizes
 
     local = LocalEmbedder()
     local.prepare_queries()  # as memoro serve does at start
